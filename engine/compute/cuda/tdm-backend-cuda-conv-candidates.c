@@ -567,18 +567,18 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
        * What the chunks cost in accuracy: bf16 keeps 8 significant bits, so a rounding
        * errs by at most 2⁻⁸ of what it rounds. One bf16 result of the batch's sum S
        * errs by ≤ 2⁻⁸ |S| a weight; k chunk sums S_i, each rounded once, by
-       * ≤ 2⁻⁸ Σ|S_i| (and k − 1 float32 additions, 2⁻²⁴ each, nothing beside it): the
-       * partial roundings' share is relative to Σ|S_i| instead of |S|. Where the
-       * chunks' sums agree in sign that is |S|, nothing lost; where they cancel it is
-       * more: for independent samples, with |S_i| ~ |S| / √k and independent
-       * roundings, the k roundings add in quadrature to what one rounding of S gives,
-       * and at worst (all in one direction) to ||Σ|S_i||| / ||S|| times it in the
-       * norm the tests measure (√(1 + (2/π)(k − 1)) for random signs: 1.28 for two
-       * chunks, 1.71 for four). tests/gpu/test-cuda-conv.c allows exactly that ratio
-       * from the CPU's own chunk sums for these candidates (chunk_rounding_share());
-       * a float32 plan's chunks keep the whole batch's bound (2⁻²⁴ a chunk) and are
-       * offered and timed beside these. Rounding inside the plan is no worse than the
-       * whole batch's: each chunk's reduction is k times shorter. */
+       * ≤ 2⁻⁸ Σ|S_i| (the k − 1 float32 additions, 2⁻²⁴ each, are nothing beside it).
+       * So the partial roundings' bound is relative to Σ|S_i| instead of |S|: the same
+       * where the chunks' sums agree in sign, more where they cancel. In the norm the
+       * tests measure, 2⁻⁸ ‖Σ|S_i|‖₂ against 2⁻⁸ ‖S‖₂, a ratio of about
+       * √(1 + (2/π)(k − 1)) for sums of random sign (1.28 for two chunks, 1.71 for
+       * four); that is the worst case, all roundings one way, while independent ones add
+       * in quadrature to about what one rounding of S gives. tests/gpu/test-cuda-conv.c
+       * allows a chunked bf16 plan that growth, 2⁻⁸ (ratio − 1) with the ratio of the
+       * CPU's own chunk sums (chunk_rounding_share()), beyond what the plan whole would
+       * be allowed. A float32 plan's chunks keep the whole batch's bound (2⁻²⁴ a
+       * chunk); both are offered and timed. Whatever a plan rounds inside its own
+       * reduction, it rounds over k times fewer rows here. */
       TDM_CUDA_OK(b, tdm_k_from_bf16(i == 0 ? (float *)dest : partial, result, count, stream));
       if (i > 0)
         tdm_cuda_add(b, dest, partial, count);
