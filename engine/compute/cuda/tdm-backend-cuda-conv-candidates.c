@@ -13,8 +13,8 @@
  * candidate's need is measured per call (its staging depends on where the caller's
  * buffers lie), and the caller keeps the most it has seen.
  */
-#include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-chunks.h"
+#include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-name.h"
 #include "tdm-backend-cuda-conv-small.h"
 #include "tdm-conv-columns.h"
