@@ -15,12 +15,12 @@
  * - "cudnn:eE:rR:f" / ":h": cuDNN's engine E, the R-th of its heuristics' list, writing
  *   float32 (f) or bf16 then widened (h); with ":c8", run on the input's channels padded
  *   to 8 (a bf16 image of 3: forward and weight gradient); with ":nM", a bf16 forward
- *   or weight gradient whose input the engine writes itself (normalized by the bn
- *   before, converted to bf16, padded) run in even chunks of at most M samples
- *   (tdm-backend-cuda-conv-chunks.h), each chunk's copy of the input at most
- *   TDM_CONV_CHUNK_BYTES, by a plan built for M samples and, where the chunks are of
- *   two sizes, one of the same engine for M − 1; a weight gradient's chunk sums added
- *   in float32 in the chunks' order, a bf16 plan's widened first
+ *   or weight gradient (its chunks' sums added in float32 in their order, a bf16 plan's
+ *   widened first) whose input the engine writes itself (normalized by the bn before,
+ *   converted to bf16, padded) run in even chunks of at most M samples
+ *   (tdm-backend-cuda-conv-chunks.h), each
+ *   chunk's copy of the input at most TDM_CONV_CHUNK_BYTES, by a plan built for M
+ *   samples and, where the chunks are of two sizes, one of the same engine for M − 1
  *   (tdm-backend-cuda-conv-name.h spells the names).
  */
 #pragma once
