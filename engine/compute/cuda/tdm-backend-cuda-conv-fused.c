@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-cuda-conv-fused.c — the fused cuDNN candidates of the convolution engine
+ * (tdm-backend-cuda-conv-fused.h): which calls they take, their plans, their workspace
+ * and their run.
+ *
+ * The workspace, from the layout's scratch on (after its reservations, as every
+ * candidate's): the scale and the shift (float32, c each), then cuDNN's workspace, each
+ * at a 256-byte boundary. The scale and shift are written on every run from the bn's
+ * statistics and affine (tdm_k_bn_affine: the pair bn_forward and im2col_bf16_bn apply),
+ * so a run depends on nothing an earlier one left.
+ */
+#include "tdm-backend-cuda-conv-fused.h"
+#include "tdm-backend-cuda-conv-fused-graph.h"
+#include "tdm-backend-cuda-conv-name.h"
+
+#define ALIGN 256
+
+static gboolean
+aligned16(const void *p)
+{
+  return ((uintptr_t)p & 15u) == 0;
+}
+
+/* The byte offset from `work` of the first ALIGN boundary at or after work + at. */
+static size_t
+boundary(const char *work, size_t at)
+{
+  uintptr_t p = (uintptr_t)(work + at);
+  return (size_t)((p + ALIGN - 1) / ALIGN * ALIGN - (uintptr_t)work);
+}
+
+/* Where the forward writes: y16 as bf16 or y as float32 (*type, cuDNN's), or NULL. */
+static void *
+destination(const TdmConvArgs *a, int *type)
+{
+  *type = a->y16 != NULL ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+  return a->y16 != NULL ? (void *)a->y16 : (void *)a->y;
+}
+
+/* Whether the call has the prologue the graph takes: a bf16 run's forward of an input
+ * stored as bf16 that the bn before normalizes, every tensor the plan reads or writes
+ * 16-byte aligned (the layout's w16 is). */
+static gboolean
+takes(const TdmConvLayout *l)
+{
+  const TdmConvArgs *a = l->a;
+  int type;
+  void *y = destination(a, &type);
+  return l->bf16 && l->dir == TDM_CONV_FORWARD && a->bn_mean != NULL && a->bn_invstd != NULL &&
+         a->bn_gamma != NULL && a->bn_beta != NULL && a->x_type == TDM_DTYPE_BF16 &&
+         a->x != NULL && aligned16(a->x) && y != NULL && aligned16(y) && aligned16(l->w16);
+}
+
+/* The candidate's room in the workspace for a plan of `workspace` bytes. */
+typedef struct {
+  float *scale, *shift;
+  void *workspace;             /* NULL when the plan needs none */
+  size_t need;                 /* bytes from the workspace's start */
+} Room;
+
+static Room
+room_of(const TdmConvLayout *l, int64_t workspace)
+{
+  char *work = l->a->work;
+  size_t vector = (size_t)l->a->shape.c * sizeof(float);
+  size_t at = boundary(work, (size_t)(l->scratch - work));
+  Room r = {0};
+  r.scale = (float *)(work + at);
+  at = boundary(work, at + vector);
+  r.shift = (float *)(work + at);
+  at += vector;
+  if (workspace > 0) {
+    at = boundary(work, at);
+    r.workspace = work + at;
+    at += (size_t)workspace;
+  }
+  r.need = at;
+  return r;
+}
+
+gboolean
+tdm_conv_fused_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
+                    gboolean run, size_t *need, char **error)
+{
+  *need = 0;
+  const TdmConvArgs *a = l->a;
+  int type;
+  void *y = destination(a, &type);
+  /* The plan's graph has the call's ReLU and writes its destination's type. */
+  if (c->plan == NULL || !takes(l) || c->fused_relu != a->bn_relu ||
+      c->float_out != (type == CUDNN_DATA_FLOAT))
+    return FALSE;
+  Room r = room_of(l, c->plan->workspace);
+  *need = r.need;
+  if (!run)
+    return TRUE;
+  if (r.need > a->work_bytes)
+    return FALSE;
+  if (!tdm_cuda_begin(b))
+    return TRUE;
+  if (!TDM_CUDA_OK(b, tdm_k_bn_affine(r.scale, r.shift, a->bn_mean, a->bn_invstd, a->bn_gamma,
+                                      a->bn_beta, a->shape.c, CUDA_B(b)->stream)))
+    return TRUE;
+  return tdm_cudnn_fused_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, c->plan, a->x, l->w16, y,
+                             r.scale, r.shift, r.workspace, error);
+}
+
+void
+tdm_conv_fused_add(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
+{
+  TdmCudnnName wanted;
+  if ((only != NULL && (!tdm_cudnn_name_parse(only, &wanted) || !wanted.fused)) || !takes(l))
+    return;
+  cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
+  if (handle == NULL || CUDA_B(b)->capturing)
+    return;
+  const TdmConvArgs *a = l->a;
+  int output;
+  destination(a, &output);
+  char out = output == CUDNN_DATA_FLOAT ? 'f' : 'h';
+  if (only != NULL && wanted.out != out)
+    return; /* a cached name for another output: the choice is made again */
+  TdmCudnnFilter filter = {b->precision};
+  g_autofree char *why = NULL;
+  GPtrArray *plans = tdm_cudnn_fused_plans(tdm_cudnn_get(), handle, &a->shape, a->bn_relu,
+                                           CUDNN_DATA_BFLOAT16, output, filter,
+                                           TDM_CONV_FUSED_MOST, only != NULL ? wanted.rank : -1,
+                                           -1, &why);
+  for (guint i = 0; i < plans->len; i++) {
+    TdmCudnnPlan *p = g_ptr_array_index(plans, i);
+    if (only != NULL && p->engine != wanted.engine) {
+      tdm_cudnn_plan_free(p); /* another library's list: the name means another engine now */
+      continue;
+    }
+    TdmCudnnName spelt = {p->engine, p->rank, out, FALSE, 0, TRUE};
+    g_autofree char *name = tdm_cudnn_name_format(&spelt);
+    TdmConvCandidate *c = g_new0(TdmConvCandidate, 1);
+    c->kind = TDM_CONV_CUDNN_FUSED;
+    c->plan = p;
+    c->chunks = tdm_conv_even_chunks(1, 0, 0);
+    c->float_out = out == 'f';
+    c->fused_relu = a->bn_relu;
+    g_strlcpy(c->name, name, sizeof c->name);
+    g_debug("%s: cuDNN fused forward n%d %dx%dx%d→%d k%d: %s%s, %" G_GINT64_FORMAT
+            " bytes of workspace",
+            b->name, a->shape.n, a->shape.h, a->shape.w, a->shape.c, a->shape.out_c,
+            a->shape.kernel, name, p->runtime_compiled ? " (compiled at run time)" : "",
+            p->workspace);
+    g_ptr_array_add(list, c);
+  }
+  g_ptr_array_free(plans, TRUE);
+  if (why != NULL)
+    g_debug("%s: cuDNN fused forward n%d %dx%dx%d→%d k%d p%d s%d (%s output): %s", b->name,
+            a->shape.n, a->shape.h, a->shape.w, a->shape.c, a->shape.out_c, a->shape.kernel,
+            a->shape.pad, a->shape.stride, out == 'f' ? "float32" : "bf16", why);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-cuda-conv-fused.h — the convolution engine's fused cuDNN candidates
+ * ("cudnn-fused:eE:rR:f|h", TDM_CONV_CUDNN_FUSED): a bf16 run's forward whose input the
+ * bn before normalizes as the conv reads it (the layout's "bn prologue": x stored as
+ * bf16, x · scale + shift per channel, then the bn's ReLU), run as one cuDNN graph
+ * (tdm-backend-cuda-conv-fused-graph.h) that reads the stored x itself, where the plain
+ * cuDNN candidates first write a normalized bf16 copy of it in chunks of samples. The
+ * workspace holds the per-channel scale and shift (float32, computed from the bn's
+ * statistics and affine on each run: the bits bn_forward applies) and cuDNN's own
+ * workspace. The output is written where the caller wants it, in its type (y16 as bf16,
+ * else y as float32); a call whose x or output is not 16-byte aligned gets none. Like
+ * every candidate, deterministic (no NONDETERMINISTIC engine) and so eligible under
+ * --exact, where the rule still prefers a plain cuDNN plan (tdm-backend-cuda-conv-engine.c).
+ * Its plans are compiled by cuDNN at run time (seconds a shape): at most
+ * TDM_CONV_FUSED_MOST of them a shape, and one for a cached choice.
+ */
+#pragma once
+
+#include "tdm-backend-cuda-conv-engine.h"
+
+G_BEGIN_DECLS
+
+#define TDM_CONV_FUSED_MOST 2
+
+/* Adds the fused candidates that take the layout's call to list (in the heuristics'
+ * order), or only the one `only` names (a cached choice) when it still does; nothing
+ * without cuDNN, while the stream is captured, or where cuDNN builds no plan (the debug
+ * log says why). */
+void tdm_conv_fused_add (TdmBackend *b, const TdmConvLayout *l, GPtrArray *list,
+                         const char *only);
+/* Runs fused candidate c (run), or only measures it: *need gets the bytes of the
+ * workspace it uses from its start (the layout's reservations included). FALSE where it
+ * does not take the call (or, running, where the workspace is too small: nothing queued)
+ * or cuDNN refused it (*error set). */
+gboolean tdm_conv_fused_call (TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
+                              gboolean run, size_t *need, char **error);
+
+G_END_DECLS
