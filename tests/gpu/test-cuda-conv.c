@@ -393,6 +393,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-conv/exact", test_exact);
   test_cuda_conv_add_workspace();
   test_cuda_conv_add_small();
+  test_cuda_conv_add_fused();
   int status = g_test_run();
   if (gpu != NULL)
     tdm_backend_free(gpu);

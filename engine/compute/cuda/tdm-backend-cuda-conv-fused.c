@@ -109,7 +109,8 @@ void
 tdm_conv_fused_add(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
 {
   TdmCudnnName wanted;
-  if ((only != NULL && (!tdm_cudnn_name_parse(only, &wanted) || !wanted.fused)) || !takes(l))
+  if ((only != NULL && (!tdm_cudnn_name_parse(only, &wanted) || !wanted.fused)) || !takes(l) ||
+      g_strcmp0(g_getenv("TANDEM_CUDNN_FUSED"), "0") == 0)
     return;
   cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
   if (handle == NULL || CUDA_B(b)->capturing)

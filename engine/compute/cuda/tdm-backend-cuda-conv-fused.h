@@ -13,6 +13,7 @@
  * --exact, where the rule still prefers a plain cuDNN plan (tdm-backend-cuda-conv-engine.c).
  * Its plans are compiled by cuDNN at run time (seconds a shape): at most
  * TDM_CONV_FUSED_MOST of them a shape, and one for a cached choice.
+ * TANDEM_CUDNN_FUSED=0 offers none (read at every call: to measure without them).
  */
 #pragma once
 
