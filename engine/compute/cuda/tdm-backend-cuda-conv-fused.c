@@ -39,14 +39,18 @@ destination(const TdmConvArgs *a, int *type)
 
 /* Whether the call has the prologue the graph takes: a bf16 run's forward of an input
  * stored as bf16 that the bn before normalizes, every tensor the plan reads or writes
- * 16-byte aligned (the layout's w16 is). */
+ * 16-byte aligned (the layout's w16 is), and so is every pixel's row of channels in and
+ * out (c and out_c multiples of 8: what a network has past its stem, which no bn
+ * precedes; cuDNN's runtime fusion wants aligned vectors, and a plan compiled for an odd
+ * count would cost seconds of the pre-warm for a shape no network has). */
 static gboolean
 takes(const TdmConvLayout *l)
 {
   const TdmConvArgs *a = l->a;
   int type;
   void *y = destination(a, &type);
-  return l->bf16 && l->dir == TDM_CONV_FORWARD && a->bn_mean != NULL && a->bn_invstd != NULL &&
+  return l->bf16 && l->dir == TDM_CONV_FORWARD && a->shape.c % 8 == 0 &&
+         a->shape.out_c % 8 == 0 && a->bn_mean != NULL && a->bn_invstd != NULL &&
          a->bn_gamma != NULL && a->bn_beta != NULL && a->x_type == TDM_DTYPE_BF16 &&
          a->x != NULL && aligned16(a->x) && y != NULL && aligned16(y) && aligned16(l->w16);
 }

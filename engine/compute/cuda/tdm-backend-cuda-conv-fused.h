@@ -8,7 +8,8 @@
  * workspace holds the per-channel scale and shift (float32, computed from the bn's
  * statistics and affine on each run: the bits bn_forward applies) and cuDNN's own
  * workspace. The output is written where the caller wants it, in its type (y16 as bf16,
- * else y as float32); a call whose x or output is not 16-byte aligned gets none. Like
+ * else y as float32); a call whose x or output is not 16-byte aligned, or whose channels
+ * in or out are not a multiple of 8, gets none. Like
  * every candidate, deterministic (no NONDETERMINISTIC engine) and so eligible under
  * --exact, where the rule still prefers a plain cuDNN plan (tdm-backend-cuda-conv-engine.c).
  * Its plans are compiled by cuDNN at run time (seconds a shape): at most
