@@ -11,7 +11,7 @@
  * (forward, weight gradient) the engine chooses on a fresh backend without the disk
  * cache: as it runs (every candidate within the workspace budget), then with
  * TANDEM_CONV=cudnn (cuDNN's plans alone, so that those the budget of a column-free
- * candidate leaves out are timed too), and for a bn-prologue forward with
+ * candidate leaves out are timed too), and for a bn-prologue conv with
  * TANDEM_CONV=cudnn-fused (the fused plans alone; their lines say which compiled at
  * run time). The times are the
  * engine's own (CUDA events, one warm-up and three runs: its g_debug lines), with each
@@ -196,7 +196,7 @@ main(int argc, char **argv)
     for (int backward = 0; backward < 2; backward++) {
       choose(&layers[i], backward, NULL);
       choose(&layers[i], backward, "cudnn");
-      if (layers[i].bn && !backward)
+      if (layers[i].bn)
         choose(&layers[i], backward, "cudnn-fused");
     }
   }

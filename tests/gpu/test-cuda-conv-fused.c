@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* test-cuda-conv-fused.c — cuDNN's fused bn-prologue forward ("cudnn-fused:…",
- * tdm-backend-cuda-conv-fused.h; part of test-cuda-conv): a forward whose input a bn
- * before stored as bf16 and the conv normalizes as it reads it, on ResNet's shapes (3×3
- * stride 1 and 2, a 1×1 projection, an odd size), with and without the bn's ReLU, the
- * output as bf16 (y16) and as float32 (those two on the first shape: each plan compiles
- * at run time, seconds a plan). Where cuDNN builds a fused plan, every one is
- * offered, runs by name, and matches the CPU's convolution of the CPU's bn output within
- * the bf16 bound (test-cuda-conv.c's bound(): 2⁻⁷; the fused prologue rounds the
- * normalized value once, as the engine's operand load, where the copy path rounds it
- * when it writes the copy: the same count of roundings); forced (TANDEM_CONV=cudnn-fused)
- * the engine chooses one, counts it as cudnn-fused, and its result matches too. An input
+/* test-cuda-conv-fused.c — cuDNN's fused bn-prologue forward and weight gradient
+ * ("cudnn-fused:…", tdm-backend-cuda-conv-fused.h; part of test-cuda-conv): a conv whose
+ * input a bn before stored as bf16 and the conv normalizes as it reads it, on ResNet's
+ * shapes (3×3 stride 1 and 2, a 1×1 projection, an odd size), with and without the bn's
+ * ReLU, the forward's output as bf16 (y16) and as float32 (those two on the first shape:
+ * each plan compiles at run time, seconds a plan). Where cuDNN builds a fused plan, every
+ * one is offered, runs by name, and matches the CPU's convolution of the CPU's bn output
+ * (the forward's y, the weight gradient's dw from the same dy) within the bf16 bound
+ * (test-cuda-conv.c's bound(): 2⁻⁷; the fused prologue rounds the normalized value once,
+ * as the engine's operand load, where the copy path rounds it when it writes the copy:
+ * the same count of roundings; a weight gradient over at most 1,024 rows here, where a
+ * bf16 running sum has no room to drift); forced (TANDEM_CONV=cudnn-fused) the engine
+ * chooses one for each direction, counts it as cudnn-fused, and its result matches too. An input
  * that is not 16-byte aligned gets none, and none is offered for a float32 input, for 17
  * channels, with TANDEM_CUDNN_FUSED=0 or with TANDEM_CUDNN=0. Skips, saying why, without a GPU, without cuDNN, or where cuDNN builds
  * no fused plan at all (no runtime fusion: NVRTC missing, or the graph's bf16 refused;
@@ -157,6 +159,8 @@ test_fused_bn(void)
         const char *name = g_ptr_array_index(names, k);
         if (!g_str_has_prefix(name, "cudnn-fused:"))
           continue;
+        if (k + 1 < names->len)
+          g_assert_true(g_str_has_prefix(g_ptr_array_index(names, k + 1), "cudnn-fused:"));
         /* Its output type is the destination's. */
         g_assert_true(g_str_has_suffix(name, out16 ? ":h" : ":f"));
         /* It needs little of the workspace (the scale, the shift, cuDNN's): it runs in
@@ -171,25 +175,65 @@ test_fused_bn(void)
         }
       }
 
-      /* Forced to the fused kind, through the engine as the replica calls it. */
-      if (fused > 0) {
+      /* The weight gradient from the same input and the problem's dy (converted to bf16
+       * by the engine, as a replica's dy is), against the CPU's dw. */
+      g_autoptr(GPtrArray) wnames = tdm_cuda_conv_candidate_names(gpu_bf16, &f.d.a,
+                                                                  TDM_CONV_WGRAD);
+      int wfused = count_fused(wnames);
+      offered += wfused;
+      g_test_message("%s wgrad: %u candidates, %d fused", what, wnames->len, wfused);
+      for (guint k = 0; k < wnames->len; k++) {
+        const char *name = g_ptr_array_index(wnames, k);
+        if (!g_str_has_prefix(name, "cudnn-fused:"))
+          continue;
+        g_autofree float *nan = g_new(float, p.weights);
+        for (size_t e = 0; e < p.weights; e++)
+          nan[e] = NAN;
+        tdm_backend_upload(gpu_bf16, f.d.dw, nan, p.weights * 4);
+        g_assert_true(tdm_cuda_conv_run_named(gpu_bf16, &f.d.a, TDM_CONV_WGRAD, name));
+        g_autofree char *label = g_strdup_printf("%s wgrad %s", what, name);
+        check_close_b(gpu_bf16, label, f.d.dw, p.dw_ref, p.weights, 0x1p-7);
+      }
+
+      /* Forced to the fused kind, through the engine as the replica calls it: each
+       * direction that has a fused plan chooses one (the other directions as they
+       * would), counted as cudnn-fused. */
+      if (fused > 0 || wfused > 0) {
         g_autoptr(GError) error = NULL;
         TdmBackend *forced = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
         g_assert_no_error(error);
         g_setenv("TANDEM_CONV", "cudnn-fused", TRUE); /* a forced choice is never cached */
         FusedInput e;
         fused_input_init(&e, forced, &p, bn, x16, relu, out16, 0);
-        fused_poison(&e, &p);
-        g_assert_true(tdm_backend_conv_engine_forward(forced, &e.d.a));
-        const char *chosen = tdm_cuda_conv_chosen(forced, &e.d.a, TDM_CONV_FORWARD);
-        double rel = fused_error(&e, &p);
-        g_test_message("%s forced: %s, %.3g", what, chosen, rel);
-        g_assert_true(g_str_has_prefix(chosen, "cudnn-fused:"));
-        g_assert_cmpfloat(rel, <=, 0x1p-7);
         TdmConvChoices counts;
-        tdm_backend_conv_choices(forced, &counts);
-        g_assert_cmpint(counts.cudnn_fused, ==, 1);
-        g_assert_cmpint(counts.cudnn + counts.own + counts.im2col, ==, 0);
+        if (fused > 0) {
+          fused_poison(&e, &p);
+          g_assert_true(tdm_backend_conv_engine_forward(forced, &e.d.a));
+          const char *chosen = tdm_cuda_conv_chosen(forced, &e.d.a, TDM_CONV_FORWARD);
+          double rel = fused_error(&e, &p);
+          g_test_message("%s forced: %s, %.3g", what, chosen, rel);
+          g_assert_true(g_str_has_prefix(chosen, "cudnn-fused:"));
+          g_assert_cmpfloat(rel, <=, 0x1p-7);
+          tdm_backend_conv_choices(forced, &counts);
+          g_assert_cmpint(counts.cudnn_fused, ==, 1);
+          g_assert_cmpint(counts.cudnn + counts.own + counts.im2col, ==, 0);
+        }
+        if (wfused > 0) {
+          /* The weight gradient alone (no input gradient wanted). */
+          e.d.a.dx = NULL;
+          g_autofree float *nan = g_new(float, p.weights);
+          for (size_t k = 0; k < p.weights; k++)
+            nan[k] = NAN;
+          tdm_backend_upload(forced, e.d.dw, nan, p.weights * 4);
+          g_assert_true(tdm_backend_conv_engine_backward(forced, &e.d.a));
+          const char *wchosen = tdm_cuda_conv_chosen(forced, &e.d.a, TDM_CONV_WGRAD);
+          g_test_message("%s wgrad forced: %s", what, wchosen);
+          g_assert_true(g_str_has_prefix(wchosen, "cudnn-fused:"));
+          g_autofree char *label = g_strdup_printf("%s wgrad forced %s", what, wchosen);
+          check_close_b(forced, label, e.d.dw, p.dw_ref, p.weights, 0x1p-7);
+          tdm_backend_conv_choices(forced, &counts);
+          g_assert_cmpint(counts.cudnn_fused, ==, fused > 0 ? 2 : 1);
+        }
         g_unsetenv("TANDEM_CONV");
         fused_input_clear(&e);
         tdm_backend_free(forced);
@@ -204,6 +248,9 @@ test_fused_bn(void)
         g_autoptr(GPtrArray) misaligned = tdm_cuda_conv_candidate_names(gpu_bf16, &m.d.a,
                                                                         TDM_CONV_FORWARD);
         g_assert_cmpint(count_fused(misaligned), ==, 0);
+        g_autoptr(GPtrArray) wmisaligned = tdm_cuda_conv_candidate_names(gpu_bf16, &m.d.a,
+                                                                         TDM_CONV_WGRAD);
+        g_assert_cmpint(count_fused(wmisaligned), ==, 0);
         fused_input_clear(&m);
       }
       problem_clear(&p);
@@ -265,6 +312,9 @@ test_fused_not_offered(void)
   g_autoptr(GPtrArray) odd_names = tdm_cuda_conv_candidate_names(gpu_bf16, &f.d.a,
                                                                  TDM_CONV_FORWARD);
   g_assert_cmpint(count_fused(odd_names), ==, 0);
+  g_autoptr(GPtrArray) odd_wnames = tdm_cuda_conv_candidate_names(gpu_bf16, &f.d.a,
+                                                                  TDM_CONV_WGRAD);
+  g_assert_cmpint(count_fused(odd_wnames), ==, 0);
   fused_input_clear(&f);
   problem_clear(&p);
 }

@@ -4,8 +4,9 @@
  * and their run.
  *
  * The workspace, from the layout's scratch on (after its reservations, as every
- * candidate's): the scale and the shift (float32, c each), then cuDNN's workspace, each
- * at a 256-byte boundary. The scale and shift are written on every run from the bn's
+ * candidate's: in the weight gradient, dy as bf16 at its start): the scale and the shift
+ * (float32, c each), a weight gradient's bf16 result where the plan writes bf16 (then
+ * widened into dw), then cuDNN's workspace, each at a 256-byte boundary. The scale and shift are written on every run from the bn's
  * statistics and affine (tdm_k_bn_affine: the pair bn_forward and im2col_bf16_bn apply),
  * so a run depends on nothing an earlier one left.
  */
@@ -29,54 +30,71 @@ boundary(const char *work, size_t at)
   return (size_t)((p + ALIGN - 1) / ALIGN * ALIGN - (uintptr_t)work);
 }
 
-/* Where the forward writes: y16 as bf16 or y as float32 (*type, cuDNN's), or NULL. */
+/* Where the call writes: the forward's y16 as bf16 or y as float32 (*type, cuDNN's);
+ * the weight gradient's dw (float32). NULL when nowhere. */
 static void *
-destination(const TdmConvArgs *a, int *type)
+destination(const TdmConvLayout *l, int *type)
 {
+  const TdmConvArgs *a = l->a;
+  if (l->dir == TDM_CONV_WGRAD) {
+    *type = CUDNN_DATA_FLOAT;
+    return a->dw;
+  }
   *type = a->y16 != NULL ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   return a->y16 != NULL ? (void *)a->y16 : (void *)a->y;
 }
 
-/* Whether the call has the prologue the graph takes: a bf16 run's forward of an input
- * stored as bf16 that the bn before normalizes, every tensor the plan reads or writes
- * 16-byte aligned (the layout's w16 is), and so is every pixel's row of channels in and
- * out (c and out_c multiples of 8: what a network has past its stem, which no bn
- * precedes; cuDNN's runtime fusion wants aligned vectors, and a plan compiled for an odd
- * count would cost seconds of the pre-warm for a shape no network has). */
+/* Whether the call has the prologue the graph takes: a bf16 run's forward or weight
+ * gradient of an input stored as bf16 that the bn before normalizes, every tensor the
+ * plan reads or writes 16-byte aligned (the layout's w16 and dy16 are), and so is every
+ * pixel's row of channels in and out (c and out_c multiples of 8: what a network has
+ * past its stem, which no bn precedes; cuDNN's runtime fusion wants aligned vectors, and
+ * a plan compiled for an odd count would cost seconds of the pre-warm for a shape no
+ * network has). */
 static gboolean
 takes(const TdmConvLayout *l)
 {
   const TdmConvArgs *a = l->a;
   int type;
-  void *y = destination(a, &type);
-  return l->bf16 && l->dir == TDM_CONV_FORWARD && a->shape.c % 8 == 0 &&
-         a->shape.out_c % 8 == 0 && a->bn_mean != NULL && a->bn_invstd != NULL &&
-         a->bn_gamma != NULL && a->bn_beta != NULL && a->x_type == TDM_DTYPE_BF16 &&
-         a->x != NULL && aligned16(a->x) && y != NULL && aligned16(y) && aligned16(l->w16);
+  void *out = destination(l, &type);
+  gboolean operands = l->dir == TDM_CONV_FORWARD ? aligned16(l->w16)
+                      : l->dir == TDM_CONV_WGRAD ? l->dy16 != NULL && aligned16(l->dy16)
+                                                 : FALSE;
+  return l->bf16 && operands && a->shape.c % 8 == 0 && a->shape.out_c % 8 == 0 &&
+         a->bn_mean != NULL && a->bn_invstd != NULL && a->bn_gamma != NULL &&
+         a->bn_beta != NULL && a->x_type == TDM_DTYPE_BF16 && a->x != NULL &&
+         aligned16(a->x) && out != NULL && aligned16(out);
 }
 
 /* The candidate's room in the workspace for a plan of `workspace` bytes. */
 typedef struct {
   float *scale, *shift;
+  uint16_t *stage;             /* a weight gradient's bf16 result, or NULL */
   void *workspace;             /* NULL when the plan needs none */
   size_t need;                 /* bytes from the workspace's start */
 } Room;
 
 static Room
-room_of(const TdmConvLayout *l, int64_t workspace)
+room_of(const TdmConvLayout *l, const TdmConvCandidate *c)
 {
+  const TdmConvShape *s = &l->a->shape;
   char *work = l->a->work;
-  size_t vector = (size_t)l->a->shape.c * sizeof(float);
+  size_t vector = (size_t)s->c * sizeof(float);
   size_t at = boundary(work, (size_t)(l->scratch - work));
   Room r = {0};
   r.scale = (float *)(work + at);
   at = boundary(work, at + vector);
   r.shift = (float *)(work + at);
   at += vector;
-  if (workspace > 0) {
+  if (l->dir == TDM_CONV_WGRAD && !c->float_out) {
+    at = boundary(work, at);
+    r.stage = (uint16_t *)(work + at);
+    at += (size_t)s->out_c * s->kernel * s->kernel * s->c * sizeof(uint16_t);
+  }
+  if (c->plan->workspace > 0) {
     at = boundary(work, at);
     r.workspace = work + at;
-    at += (size_t)workspace;
+    at += (size_t)c->plan->workspace;
   }
   r.need = at;
   return r;
@@ -88,13 +106,14 @@ tdm_conv_fused_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidat
 {
   *need = 0;
   const TdmConvArgs *a = l->a;
+  const TdmConvShape *s = &a->shape;
   int type;
-  void *y = destination(a, &type);
-  /* The plan's graph has the call's ReLU and writes its destination's type. */
+  void *out = destination(l, &type);
+  /* The plan's graph has the call's ReLU; a forward's writes its destination's type. */
   if (c->plan == NULL || !takes(l) || c->fused_relu != a->bn_relu ||
-      c->float_out != (type == CUDNN_DATA_FLOAT))
+      (l->dir == TDM_CONV_FORWARD && c->float_out != (type == CUDNN_DATA_FLOAT)))
     return FALSE;
-  Room r = room_of(l, c->plan->workspace);
+  Room r = room_of(l, c);
   *need = r.need;
   if (!run)
     return TRUE;
@@ -102,38 +121,42 @@ tdm_conv_fused_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidat
     return FALSE;
   if (!tdm_cuda_begin(b))
     return TRUE;
+  cudaStream_t stream = CUDA_B(b)->stream;
   if (!TDM_CUDA_OK(b, tdm_k_bn_affine(r.scale, r.shift, a->bn_mean, a->bn_invstd, a->bn_gamma,
-                                      a->bn_beta, a->shape.c, CUDA_B(b)->stream)))
+                                      a->bn_beta, s->c, stream)))
     return TRUE;
-  return tdm_cudnn_fused_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, c->plan, a->x, l->w16, y,
-                             r.scale, r.shift, r.workspace, error);
+  const TdmCudnn *dnn = CUDA_B(b)->cudnn_api;
+  cudnnHandle_t handle = CUDA_B(b)->cudnn;
+  if (l->dir == TDM_CONV_FORWARD)
+    return tdm_cudnn_fused_run(dnn, handle, c->plan, a->x, l->w16, out, r.scale, r.shift,
+                               r.workspace, error);
+  void *dw = r.stage != NULL ? (void *)r.stage : out;
+  if (!tdm_cudnn_fused_run(dnn, handle, c->plan, a->x, dw, l->dy16, r.scale, r.shift,
+                           r.workspace, error))
+    return FALSE;
+  if (r.stage != NULL)
+    TDM_CUDA_OK(b, tdm_k_from_bf16(out, r.stage,
+                                   (size_t)s->out_c * s->kernel * s->kernel * s->c, stream));
+  return TRUE;
 }
 
-void
-tdm_conv_fused_add(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
+/* Adds the plans of one output type (`out`: 'f' float32, 'h' bf16) as candidates. */
+static void
+add_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const TdmCudnnName *only,
+          char out)
 {
-  TdmCudnnName wanted;
-  if ((only != NULL && (!tdm_cudnn_name_parse(only, &wanted) || !wanted.fused)) || !takes(l) ||
-      g_strcmp0(g_getenv("TANDEM_CUDNN_FUSED"), "0") == 0)
-    return;
-  cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
-  if (handle == NULL || CUDA_B(b)->capturing)
-    return;
   const TdmConvArgs *a = l->a;
-  int output;
-  destination(a, &output);
-  char out = output == CUDNN_DATA_FLOAT ? 'f' : 'h';
-  if (only != NULL && wanted.out != out)
-    return; /* a cached name for another output: the choice is made again */
+  const TdmConvShape *s = &a->shape;
+  const char *direction = l->dir == TDM_CONV_FORWARD ? "forward" : "weight gradient";
   TdmCudnnFilter filter = {b->precision};
   g_autofree char *why = NULL;
-  GPtrArray *plans = tdm_cudnn_fused_plans(tdm_cudnn_get(), handle, &a->shape, a->bn_relu,
-                                           CUDNN_DATA_BFLOAT16, output, filter,
-                                           TDM_CONV_FUSED_MOST, only != NULL ? wanted.rank : -1,
-                                           -1, &why);
+  GPtrArray *plans = tdm_cudnn_fused_plans(
+      tdm_cudnn_get(), CUDA_B(b)->cudnn, l->dir, s, a->bn_relu, CUDNN_DATA_BFLOAT16,
+      out == 'f' ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16, filter, TDM_CONV_FUSED_MOST,
+      only != NULL ? only->rank : -1, -1, &why);
   for (guint i = 0; i < plans->len; i++) {
     TdmCudnnPlan *p = g_ptr_array_index(plans, i);
-    if (only != NULL && p->engine != wanted.engine) {
+    if (only != NULL && p->engine != only->engine) {
       tdm_cudnn_plan_free(p); /* another library's list: the name means another engine now */
       continue;
     }
@@ -146,16 +169,42 @@ tdm_conv_fused_add(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const
     c->float_out = out == 'f';
     c->fused_relu = a->bn_relu;
     g_strlcpy(c->name, name, sizeof c->name);
-    g_debug("%s: cuDNN fused forward n%d %dx%dx%d→%d k%d: %s%s, %" G_GINT64_FORMAT
+    g_debug("%s: cuDNN fused %s n%d %dx%dx%d→%d k%d: %s%s, %" G_GINT64_FORMAT
             " bytes of workspace",
-            b->name, a->shape.n, a->shape.h, a->shape.w, a->shape.c, a->shape.out_c,
-            a->shape.kernel, name, p->runtime_compiled ? " (compiled at run time)" : "",
-            p->workspace);
+            b->name, direction, s->n, s->h, s->w, s->c, s->out_c, s->kernel, name,
+            p->runtime_compiled ? " (compiled at run time)" : "", p->workspace);
     g_ptr_array_add(list, c);
   }
   g_ptr_array_free(plans, TRUE);
   if (why != NULL)
-    g_debug("%s: cuDNN fused forward n%d %dx%dx%d→%d k%d p%d s%d (%s output): %s", b->name,
-            a->shape.n, a->shape.h, a->shape.w, a->shape.c, a->shape.out_c, a->shape.kernel,
-            a->shape.pad, a->shape.stride, out == 'f' ? "float32" : "bf16", why);
+    g_debug("%s: cuDNN fused %s n%d %dx%dx%d→%d k%d p%d s%d (%s output): %s", b->name,
+            direction, s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride,
+            out == 'f' ? "float32" : "bf16", why);
+}
+
+void
+tdm_conv_fused_add(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
+{
+  TdmCudnnName wanted;
+  if ((only != NULL && (!tdm_cudnn_name_parse(only, &wanted) || !wanted.fused)) || !takes(l) ||
+      g_strcmp0(g_getenv("TANDEM_CUDNN_FUSED"), "0") == 0)
+    return;
+  cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
+  if (handle == NULL || CUDA_B(b)->capturing)
+    return;
+  /* A forward writes its destination's type; a weight gradient float32 (straight into
+   * dw), or bf16 widened after where cuDNN has no float32 plan. */
+  int type;
+  destination(l, &type);
+  char first = type == CUDNN_DATA_FLOAT ? 'f' : 'h';
+  if (only != NULL) {
+    /* A forward's cached name for another output: the choice is made again. */
+    if (wanted.out == first || l->dir == TDM_CONV_WGRAD)
+      add_plans(b, l, list, &wanted, wanted.out);
+    return;
+  }
+  guint before = list->len;
+  add_plans(b, l, list, NULL, first);
+  if (l->dir == TDM_CONV_WGRAD && list->len == before)
+    add_plans(b, l, list, NULL, 'h');
 }
