@@ -380,6 +380,14 @@ tdm_cudnn_build_plans(TdmCudnnBuild *bd, cudnnHandle_t handle, cudnnBackendDescr
          "heuristics' results");
     for (int64_t i = 0; bd->status == CUDNN_STATUS_SUCCESS && i < MIN(got, count); i++)
       g_ptr_array_add(cfgs, mine[i]);
+    if (bd->status != CUDNN_STATUS_SUCCESS && cfgs->len > 0) {
+      /* A later mode that refuses the graph leaves the earlier ones' list as it is. */
+      g_autofree char *text = tdm_cudnn_describe(dnn, bd->status);
+      g_debug("cuDNN heuristics' mode %d: %s: %s", modes[m], bd->what, text);
+      bd->status = CUDNN_STATUS_SUCCESS;
+      bd->what = NULL;
+      break;
+    }
   }
   if (bd->status != CUDNN_STATUS_SUCCESS) {
     g_autofree char *text = tdm_cudnn_describe(dnn, bd->status);
