@@ -355,9 +355,14 @@ tdm_cudnn_build_plans(TdmCudnnBuild *bd, cudnnHandle_t handle, cudnnBackendDescr
   const TdmCudnn *dnn = bd->dnn;
   GPtrArray *plans = g_ptr_array_new();
   *why_not = NULL;
-  /* Every mode's configurations, one after the other: a rank is a place in that list. */
+  /* Every mode's configurations, one after the other: a rank is a place in that list. A
+   * mode that refuses the graph adds none (the debug log says so); the graph's own
+   * failure, or every mode's, is the answer. */
   GPtrArray *cfgs = g_ptr_array_new();
-  for (int m = 0; m < mode_count && bd->status == CUDNN_STATUS_SUCCESS; m++) {
+  gboolean graph_ok = bd->status == CUDNN_STATUS_SUCCESS;
+  cudnnStatus_t mode_status = CUDNN_STATUS_SUCCESS;
+  const char *mode_what = NULL;
+  for (int m = 0; graph_ok && m < mode_count; m++) {
     cudnnBackendDescriptor_t heur = make(bd, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     set(bd, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
         &graph, "heuristics' graph");
@@ -380,18 +385,21 @@ tdm_cudnn_build_plans(TdmCudnnBuild *bd, cudnnHandle_t handle, cudnnBackendDescr
          "heuristics' results");
     for (int64_t i = 0; bd->status == CUDNN_STATUS_SUCCESS && i < MIN(got, count); i++)
       g_ptr_array_add(cfgs, mine[i]);
-    if (bd->status != CUDNN_STATUS_SUCCESS && cfgs->len > 0) {
-      /* A later mode that refuses the graph leaves the earlier ones' list as it is. */
-      g_autofree char *text = tdm_cudnn_describe(dnn, bd->status);
-      g_debug("cuDNN heuristics' mode %d: %s: %s", modes[m], bd->what, text);
+    if (bd->status != CUDNN_STATUS_SUCCESS) {
+      if (mode_count > 1) {
+        g_autofree char *text = tdm_cudnn_describe(dnn, bd->status);
+        g_debug("cuDNN heuristics' mode %d: %s: %s", modes[m], bd->what, text);
+      }
+      mode_status = bd->status;
+      mode_what = bd->what;
       bd->status = CUDNN_STATUS_SUCCESS;
       bd->what = NULL;
-      break;
     }
   }
-  if (bd->status != CUDNN_STATUS_SUCCESS) {
-    g_autofree char *text = tdm_cudnn_describe(dnn, bd->status);
-    *why_not = g_strdup_printf("%s: %s", bd->what, text);
+  if (!graph_ok || (cfgs->len == 0 && mode_status != CUDNN_STATUS_SUCCESS)) {
+    cudnnStatus_t status = graph_ok ? mode_status : bd->status;
+    g_autofree char *text = tdm_cudnn_describe(dnn, status);
+    *why_not = g_strdup_printf("%s: %s", graph_ok ? mode_what : bd->what, text);
     g_ptr_array_free(cfgs, TRUE);
     keep_unref(bd->keep);
     bd->keep = NULL;
