@@ -261,10 +261,21 @@ tdm_cudnn_plan_free(TdmCudnnPlan *plan)
 {
   if (plan == NULL)
     return;
+  if (plan->shared > 0) {
+    plan->shared--;
+    return;
+  }
   if (plan->plan != NULL)
     plan->keep->dnn->destroy_descriptor(plan->plan);
   keep_unref(plan->keep);
   g_free(plan);
+}
+
+TdmCudnnPlan *
+tdm_cudnn_plan_share(TdmCudnnPlan *plan)
+{
+  plan->shared++;
+  return plan;
 }
 
 /* Plan from configuration cfg (rank r), or NULL when the engine is refused, is not

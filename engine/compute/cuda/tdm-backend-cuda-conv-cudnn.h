@@ -21,6 +21,7 @@ typedef struct {
   int64_t engine;              /* cuDNN's global engine index */
   int rank;                    /* its place in the heuristics' list */
   gboolean runtime_compiled;   /* compiled by cuDNN (NVRTC) as it was finalized */
+  int shared;                  /* owners beyond the first (tdm_cudnn_plan_share()) */
   struct _TdmCudnnKeep *keep;  /* the descriptors it was built from */
 } TdmCudnnPlan;
 
@@ -46,7 +47,10 @@ GPtrArray *tdm_cudnn_conv_plans (const TdmCudnn *dnn, cudnnHandle_t handle,
                                  TdmConvDirection dir, const TdmConvShape *s, int operand,
                                  int output, TdmCudnnFilter filter, int most, int only_rank,
                                  gint64 only_engine, char **why_not);
+/* Drops one owner of plan: the last frees it. */
 void tdm_cudnn_plan_free (TdmCudnnPlan *plan);
+/* One more owner of plan (each calls tdm_cudnn_plan_free()); plan itself. */
+TdmCudnnPlan *tdm_cudnn_plan_share (TdmCudnnPlan *plan);
 
 /* Runs plan on the handle's stream: image is x (forward, wgrad) or dx (dgrad), filter is
  * w or dw, out is y or dy, as dir has them; each 16-byte aligned; workspace of

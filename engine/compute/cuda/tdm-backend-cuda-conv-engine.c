@@ -19,6 +19,7 @@
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-budget.h"
 #include "tdm-backend-cuda-conv-cache.h"
+#include "tdm-backend-cuda-conv-fused.h"
 #include "tdm-i18n.h"
 
 #define TIMED_RUNS 3
@@ -105,6 +106,7 @@ tdm_cuda_conv_engine_free(TdmBackend *b)
     g_free(e);
     cb->conv = NULL;
   }
+  tdm_conv_fused_forget(b);
   if (cb->cudnn != NULL) {
     cb->cudnn_api->destroy(cb->cudnn);
     cb->cudnn = NULL;

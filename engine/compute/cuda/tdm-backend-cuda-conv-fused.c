@@ -140,46 +140,101 @@ tdm_conv_fused_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidat
   return TRUE;
 }
 
-/* Adds the plans of one output type (`out`: 'f' float32, 'h' bf16) as candidates. */
+/* A graph's listing, kept per backend (TdmBackendCuda.fused_plans): its plans (each
+ * shared with the candidates made of it) and, where it has none, why. */
+typedef struct {
+  GPtrArray *plans;
+  char *why;
+} Listing;
+
+static void
+listing_free(gpointer data)
+{
+  Listing *listing = data;
+  for (guint i = 0; i < listing->plans->len; i++)
+    tdm_cudnn_plan_free(g_ptr_array_index(listing->plans, i));
+  g_ptr_array_free(listing->plans, TRUE);
+  g_free(listing->why);
+  g_free(listing);
+}
+
+void
+tdm_conv_fused_forget(TdmBackend *b)
+{
+  g_clear_pointer(&CUDA_B(b)->fused_plans, g_hash_table_destroy);
+}
+
+/* Adds the plans of one output type (`out`: 'f' float32, 'h' bf16) as candidates: the
+ * graph's listing, built once per backend, or where only a cached name's plan is wanted
+ * and the graph was never listed, that one plan alone. */
 static void
 add_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const TdmCudnnName *only,
           char out)
 {
+  TdmBackendCuda *cb = CUDA_B(b);
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
   const char *direction = l->dir == TDM_CONV_FORWARD ? "forward" : "weight gradient";
-  TdmCudnnFilter filter = {b->precision};
+  g_autofree char *key = g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d%s %c", direction,
+                                         s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad,
+                                         s->stride, a->bn_relu ? " relu" : "", out);
+  if (cb->fused_plans == NULL)
+    cb->fused_plans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, listing_free);
+  Listing *listing = g_hash_table_lookup(cb->fused_plans, key);
+  GPtrArray *one = NULL;
   g_autofree char *why = NULL;
-  GPtrArray *plans = tdm_cudnn_fused_plans(
-      tdm_cudnn_get(), CUDA_B(b)->cudnn, l->dir, s, a->bn_relu, CUDNN_DATA_BFLOAT16,
-      out == 'f' ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16, filter, TDM_CONV_FUSED_MOST,
-      only != NULL ? only->rank : -1, -1, &why);
+  if (listing == NULL) {
+    TdmCudnnFilter filter = {b->precision};
+    GPtrArray *plans = tdm_cudnn_fused_plans(
+        tdm_cudnn_get(), cb->cudnn, l->dir, s, a->bn_relu, CUDNN_DATA_BFLOAT16,
+        out == 'f' ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16, filter, TDM_CONV_FUSED_MOST,
+        only != NULL ? only->rank : -1, -1, &why);
+    if (only != NULL) {
+      one = plans;
+    } else {
+      listing = g_new0(Listing, 1);
+      listing->plans = plans;
+      listing->why = g_steal_pointer(&why);
+      g_hash_table_replace(cb->fused_plans, g_strdup(key), listing);
+      for (guint i = 0; i < plans->len; i++) {
+        TdmCudnnPlan *p = g_ptr_array_index(plans, i);
+        g_debug("%s: cuDNN fused %s: %s plan of engine %" G_GINT64_FORMAT " (rank %d)%s, %"
+                G_GINT64_FORMAT " bytes of workspace",
+                b->name, key, out == 'f' ? "float32" : "bf16", p->engine, p->rank,
+                p->runtime_compiled ? ", compiled at run time" : "", p->workspace);
+      }
+      if (listing->why != NULL)
+        g_debug("%s: cuDNN fused %s (%s output): %s", b->name, key,
+                out == 'f' ? "float32" : "bf16", listing->why);
+    }
+  }
+  GPtrArray *plans = one != NULL ? one : listing->plans;
   for (guint i = 0; i < plans->len; i++) {
     TdmCudnnPlan *p = g_ptr_array_index(plans, i);
-    if (only != NULL && p->engine != only->engine) {
-      tdm_cudnn_plan_free(p); /* another library's list: the name means another engine now */
+    /* A name's rank, and its engine: another library's list means another engine. */
+    gboolean wanted = only == NULL || (p->rank == only->rank && p->engine == only->engine);
+    if (!wanted) {
+      if (one != NULL)
+        tdm_cudnn_plan_free(p);
       continue;
     }
     TdmCudnnName spelt = {p->engine, p->rank, out, FALSE, 0, TRUE};
     g_autofree char *name = tdm_cudnn_name_format(&spelt);
     TdmConvCandidate *c = g_new0(TdmConvCandidate, 1);
     c->kind = TDM_CONV_CUDNN_FUSED;
-    c->plan = p;
+    c->plan = one != NULL ? p : tdm_cudnn_plan_share(p);
     c->chunks = tdm_conv_even_chunks(1, 0, 0);
     c->float_out = out == 'f';
     c->fused_relu = a->bn_relu;
     g_strlcpy(c->name, name, sizeof c->name);
-    g_debug("%s: cuDNN fused %s n%d %dx%dx%d→%d k%d: %s%s, %" G_GINT64_FORMAT
-            " bytes of workspace",
-            b->name, direction, s->n, s->h, s->w, s->c, s->out_c, s->kernel, name,
-            p->runtime_compiled ? " (compiled at run time)" : "", p->workspace);
     g_ptr_array_add(list, c);
   }
-  g_ptr_array_free(plans, TRUE);
-  if (why != NULL)
-    g_debug("%s: cuDNN fused %s n%d %dx%dx%d→%d k%d p%d s%d (%s output): %s", b->name,
-            direction, s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride,
-            out == 'f' ? "float32" : "bf16", why);
+  if (one != NULL) {
+    g_ptr_array_free(one, TRUE);
+    if (why != NULL)
+      g_debug("%s: cuDNN fused %s (%s output): %s", b->name, key,
+              out == 'f' ? "float32" : "bf16", why);
+  }
 }
 
 void

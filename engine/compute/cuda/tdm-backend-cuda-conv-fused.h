@@ -16,7 +16,9 @@
  * engine) and so eligible under --exact, where the rule still prefers a plain cuDNN
  * plan (tdm-backend-cuda-conv-engine.c).
  * Its plans are compiled by cuDNN at run time (seconds a shape): at most
- * TDM_CONV_FUSED_MOST of them a shape, and one for a cached choice.
+ * TDM_CONV_FUSED_MOST of them a shape, and one for a cached choice; a backend keeps the
+ * plans it listed (per graph: direction, shape, ReLU, output type), so listing a shape
+ * again, or running one of its candidates by name, compiles nothing more.
  * TANDEM_CUDNN_FUSED=0 offers none (read at every call: to measure without them).
  */
 #pragma once
@@ -39,5 +41,9 @@ void tdm_conv_fused_add (TdmBackend *b, const TdmConvLayout *l, GPtrArray *list,
  * or cuDNN refused it (*error set). */
 gboolean tdm_conv_fused_call (TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
                               gboolean run, size_t *need, char **error);
+
+/* Frees the backend's listed fused plans (before its cuDNN handle goes); plans a
+ * candidate still holds stay until it is freed. */
+void tdm_conv_fused_forget (TdmBackend *b);
 
 G_END_DECLS
