@@ -11,11 +11,12 @@
  * as the engine's operand load, where the copy path rounds it when it writes the copy:
  * the same count of roundings; a weight gradient over at most 1,024 rows here, where a
  * bf16 running sum has no room to drift); forced (TANDEM_CONV=cudnn-fused) the engine
- * chooses one for each direction, counts it as cudnn-fused, and its result matches too. An input
- * that is not 16-byte aligned gets none, and none is offered for a float32 input, for 17
- * channels, with TANDEM_CUDNN_FUSED=0 or with TANDEM_CUDNN=0. Skips, saying why, without a GPU, without cuDNN, or where cuDNN builds
- * no fused plan at all (no runtime fusion: NVRTC missing, or the graph's bf16 refused;
- * G_MESSAGES_DEBUG=all shows cuDNN's words for each plan).
+ * chooses one for each direction, counts it as cudnn-fused, and its result matches too.
+ * An input that is not 16-byte aligned gets none, and none is offered for a float32
+ * input, for 17 channels, with TANDEM_CUDNN_FUSED=0 or with TANDEM_CUDNN=0. Skips, saying
+ * why, without a GPU, without cuDNN, or where cuDNN builds no fused plan at all (no
+ * runtime fusion: NVRTC missing, or the graph's bf16 refused; G_MESSAGES_DEBUG=all shows
+ * cuDNN's words for each plan).
  */
 #include "tdm-backend.h"
 #include "tdm-build-config.h"

@@ -6,9 +6,10 @@
  * The workspace, from the layout's scratch on (after its reservations, as every
  * candidate's: in the weight gradient, dy as bf16 at its start): the scale and the shift
  * (float32, c each), a weight gradient's bf16 result where the plan writes bf16 (then
- * widened into dw), then cuDNN's workspace, each at a 256-byte boundary. The scale and shift are written on every run from the bn's
- * statistics and affine (tdm_k_bn_affine: the pair bn_forward and im2col_bf16_bn apply),
- * so a run depends on nothing an earlier one left.
+ * widened into dw), then cuDNN's workspace, each at a 256-byte boundary. The scale and
+ * shift are written on every run from the bn's statistics and affine (tdm_k_bn_affine:
+ * the pair bn_forward and im2col_bf16_bn apply), so a run depends on nothing an earlier
+ * one left. The plans a backend listed stay with it (TdmBackendCuda.fused_plans).
  */
 #include "tdm-backend-cuda-conv-fused.h"
 #include "tdm-backend-cuda-conv-fused-graph.h"
