@@ -16,7 +16,8 @@
  * input, for 17 channels, with TANDEM_CUDNN_FUSED=0 or with TANDEM_CUDNN=0. Skips, saying
  * why, without a GPU, without cuDNN, or where cuDNN builds no fused plan at all (no
  * runtime fusion: NVRTC missing, or the graph's bf16 refused; G_MESSAGES_DEBUG=all shows
- * cuDNN's words for each plan).
+ * cuDNN's words for each plan). And tdm_k_bn_affine, the scale and shift the graph
+ * applies, bit for bit the CPU bn's.
  */
 #include "tdm-backend.h"
 #include "tdm-build-config.h"
@@ -25,6 +26,7 @@
 
 #include "tdm-backend-cuda.h"
 #include "tdm-cudnn.h"
+#include "tdm-kernels.h"
 #include "test-cuda-conv.h"
 #include "test-cuda-layers.h"
 
@@ -320,9 +322,41 @@ test_fused_not_offered(void)
   problem_clear(&p);
 }
 
+/* The scale and shift the fused graph applies (tdm_k_bn_affine) are the CPU bn's bits:
+ * scale = invstd·γ, shift = β − mean·scale, each operation rounded alone, over a channel
+ * count that is no multiple of a block. */
+static void
+test_bn_affine(void)
+{
+  if (!have_gpu())
+    return;
+  const int c = 1000;
+  g_autofree float *bn = random_bn(c);
+  float *dbn = on_b(gpu_bf16, bn, 4 * (size_t)c * 4);
+  float *dout = on_b(gpu_bf16, NULL, 2 * (size_t)c * 4);
+  g_assert_cmpint(tdm_k_bn_affine(dout, dout + c, dbn, dbn + c, dbn + 2 * c, dbn + 3 * c, c,
+                                  tdm_backend_cuda_stream(gpu_bf16)),
+                  ==, cudaSuccess);
+  g_autofree float *got = g_new(float, 2 * (size_t)c);
+  tdm_backend_download(gpu_bf16, got, dout, 2 * (size_t)c * 4);
+  assert_ok(gpu_bf16);
+  for (int ch = 0; ch < c; ch++) {
+    /* volatile: each product stored as a float, never contracted into an FMA. */
+    volatile float product = bn[c + ch] * bn[2 * c + ch];
+    float scale = product;
+    volatile float moved = bn[ch] * scale;
+    float shift = bn[3 * c + ch] - moved;
+    g_assert_cmpint(memcmp(&got[ch], &scale, 4), ==, 0);
+    g_assert_cmpint(memcmp(&got[c + ch], &shift, 4), ==, 0);
+  }
+  tdm_backend_release(gpu_bf16, dbn);
+  tdm_backend_release(gpu_bf16, dout);
+}
+
 void
 test_cuda_conv_add_fused(void)
 {
+  g_test_add_func("/cuda-conv/bn-affine", test_bn_affine);
   g_test_add_func("/cuda-conv/fused-bn", test_fused_bn);
   g_test_add_func("/cuda-conv/fused-not-offered", test_fused_not_offered);
 }
