@@ -16,6 +16,8 @@
 /* Every pointer handed to a plan is 16-byte aligned (the engine stages the others). */
 #define TDM_CUDNN_ALIGNMENT 16
 #define TDM_CUDNN_NOTES_MAX 16
+/* The most configurations a graph of runtime-compiled engines tries (its first ranks). */
+#define RUNTIME_TRIES 8
 
 /* The descriptors of one graph, destroyed when the last plan built from them goes. */
 struct _TdmCudnnKeep {
@@ -416,7 +418,10 @@ tdm_cudnn_build_plans(TdmCudnnBuild *bd, cudnnHandle_t handle, cudnnBackendDescr
     bd->keep = NULL;
     return plans;
   }
-  for (guint i = 0; i < cfgs->len && (int)plans->len < most; i++) {
+  /* A runtime-compiled plan that fails may have spent seconds compiling: a fused graph
+   * tries its first RUNTIME_TRIES configurations only. */
+  guint tries = runtime_compiled ? MIN(cfgs->len, RUNTIME_TRIES) : cfgs->len;
+  for (guint i = 0; i < tries && (int)plans->len < most; i++) {
     if (only_rank >= 0 && (int)i != only_rank)
       continue;
     TdmCudnnPlan *p = plan_of(dnn, handle, g_ptr_array_index(cfgs, i), (int)i, filter,

@@ -92,7 +92,8 @@ cudnnBackendDescriptor_t tdm_cudnn_build_convolution (TdmCudnnBuild *bd,
  * an earlier one gave a plan is left out), finalized as tdm_cudnn_conv_plans() says
  * (most, only_rank, only_engine, filter, *why_not); engines compiled at run time too
  * where runtime_compiled (each plan that fails to finalize then said in the debug log,
- * with cuDNN's status and the call). Ends bd: the plans keep what they need. */
+ * with cuDNN's status and the call; only the first 8 configurations tried, as each
+ * failure may have cost seconds of compiling). Ends bd: the plans keep what they need. */
 GPtrArray *tdm_cudnn_build_plans (TdmCudnnBuild *bd, cudnnHandle_t handle,
                                   cudnnBackendDescriptor_t graph, const int *modes,
                                   int mode_count, TdmCudnnFilter filter,
