@@ -359,12 +359,12 @@ test_choice_cached(void)
   g_test_message("chosen: %s", chosen);
   g_autofree char *text = NULL;
   g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-  g_assert_true(g_str_has_prefix(text, "tandem-conv-choices 3\n"));
+  g_assert_true(g_str_has_prefix(text, "tandem-conv-choices 4\n"));
   g_autofree char *entry = g_strdup_printf("\t%s\t", chosen);
   g_assert_nonnull(strstr(text, entry));
   TdmConvChoices counts;
   tdm_backend_conv_choices(first, &counts);
-  g_assert_cmpint(counts.cudnn + counts.own + counts.im2col, ==, 1);
+  g_assert_cmpint(counts.cudnn_fused + counts.cudnn + counts.own + counts.im2col, ==, 1);
   device_clear(&d);
   tdm_backend_free(first);
 
@@ -453,6 +453,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda-conv/exact", test_exact);
   test_cuda_conv_add_workspace();
   test_cuda_conv_add_small();
+  test_cuda_conv_add_fused();
   int status = g_test_run();
   if (gpu != NULL)
     tdm_backend_free(gpu);

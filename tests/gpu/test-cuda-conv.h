@@ -2,8 +2,8 @@
 /* test-cuda-conv.h — what test-cuda-conv.c's family shares: its cases, problems (host
  * data and CPU reference) and device sides, and the helpers test-cuda-conv.c defines
  * for them (random inputs, the bounds, every candidate checked against a reference);
- * the registration of test-cuda-conv-bf16.c's, test-cuda-conv-workspace.c's and
- * test-cuda-conv-small.c's tests (the backends are test-cuda-layers.h's, set up by
+ * the registration of test-cuda-conv-bf16.c's, test-cuda-conv-workspace.c's,
+ * test-cuda-conv-small.c's and test-cuda-conv-fused.c's tests (the backends are test-cuda-layers.h's, set up by
  * test-cuda-conv.c's main()). Only with TDM_HAVE_CUDA. */
 #pragma once
 
@@ -67,3 +67,5 @@ void test_cuda_conv_add_bf16 (void);
 void test_cuda_conv_add_workspace (void);
 /* Registers test-cuda-conv-small.c's tests (the few-channel candidates). */
 void test_cuda_conv_add_small (void);
+/* Registers test-cuda-conv-fused.c's tests (cuDNN's fused bn-prologue forward). */
+void test_cuda_conv_add_fused (void);

@@ -15,6 +15,7 @@
  */
 #include "tdm-backend-cuda-conv-chunks.h"
 #include "tdm-backend-cuda-conv-engine.h"
+#include "tdm-backend-cuda-conv-fused.h"
 #include "tdm-backend-cuda-conv-name.h"
 #include "tdm-backend-cuda-conv-small.h"
 #include "tdm-conv-columns.h"
@@ -625,6 +626,13 @@ call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *ar
     return g_str_equal(c->name, "own:dgrad") ? run_own(b, l, arena) : run_small(b, l, arena);
   case TDM_CONV_CUDNN:
     return run_cudnn(b, l, c, arena, error);
+  case TDM_CONV_CUDNN_FUSED: {
+    /* Its own layout of the scratch (tdm-backend-cuda-conv-fused.c). */
+    size_t need = 0;
+    gboolean took = tdm_conv_fused_call(b, l, c, arena->mode == RUN, &need, error);
+    arena->at = MAX(arena->at, (char *)l->a->work + need);
+    return took;
+  }
   }
   return FALSE;
 }
@@ -768,7 +776,8 @@ add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list,
         tdm_cudnn_plan_free(p); /* another library's list: the name means another engine now */
         continue;
       }
-      TdmCudnnName spelt = {p->engine, p->rank, o == 0 ? 'f' : 'h', pad_c > 0, chunk};
+      TdmCudnnName spelt = {p->engine, p->rank, o == 0 ? 'f' : 'h', pad_c > 0, chunk,
+                            FALSE};
       g_autofree char *name = tdm_cudnn_name_format(&spelt);
       TdmConvCandidate *c = candidate(TDM_CONV_CUDNN, name);
       c->plan = p;
@@ -835,5 +844,7 @@ tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
     g_ptr_array_add(list, candidate(TDM_CONV_OWN, small));
   if (only == NULL || g_str_has_prefix(only, "cudnn:"))
     add_cudnn(b, l, list, only);
+  if (only == NULL || g_str_has_prefix(only, "cudnn-fused:"))
+    tdm_conv_fused_add(b, l, list, only);
   return list;
 }
