@@ -335,6 +335,14 @@ cudaError_t tdm_k_weight_decay(float *g, const float *p, const uint8_t *decay_ma
 cudaError_t tdm_k_clip_norm(float *x, size_t n, float max_norm, double *work,
                             cudaStream_t stream);
 
+/* compare.cu: work[0] = Σ (x[i] − ref[i])², work[1] = Σ ref[i]², each in double in an
+ * order fixed by n alone (x and ref float32, or bf16 bits where bf16); work holds
+ * TDM_K_DEVIATION_WORK_DOUBLES doubles (the rest partial sums). Launches for n = 0 too
+ * (zeros). */
+#define TDM_K_DEVIATION_WORK_DOUBLES 1026
+cudaError_t tdm_k_deviation(double *work, const void *x, const void *ref, bool bf16, size_t n,
+                            cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-calls-layers.c — the front door (tdm-backend-calls.c says what one does)
  * of the operations of the layers networks people train: batch normalization, average,
- * any-window and global pooling, dropout, and the optimizers over the flat parameter
- * buffer. */
+ * any-window and global pooling, dropout, the optimizers over the flat parameter
+ * buffer, and how far one tensor lies from another (the convolution engine's screen). */
 #include "tdm-backend-calls.h"
 
 /* Batch normalization */
@@ -376,4 +376,17 @@ tdm_backend_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double 
       TDM_ARGS_OK(b, work != NULL && (n == 0 || x != NULL) && !(max_norm < 0),
                   _("clip_norm: bad arguments (max_norm %g)"), max_norm))
     b->ops->clip_norm(b, x, n, max_norm, work);
+}
+
+/* Comparison */
+
+void
+tdm_backend_deviation(TdmBackend *b, double *work, const void *x, const void *ref,
+                      TdmDtype type, size_t n)
+{
+  if (tdm_backend_enter(b) &&
+      TDM_ARGS_OK(b, work != NULL && (n == 0 || (x != NULL && ref != NULL)) &&
+                         (type == TDM_DTYPE_F32 || type == TDM_DTYPE_BF16),
+                  _("deviation: bad arguments (type %d, %zu values)"), (int)type, n))
+    b->ops->deviation(b, work, x, ref, type, n);
 }

@@ -722,6 +722,7 @@ static const struct {
     SLOT(weight_decay),
     SLOT(adam_update),
     SLOT(clip_norm),
+    SLOT(deviation),
     SLOT(add),
     SLOT(scale),
     SLOT(destroy),

@@ -168,6 +168,8 @@ struct _TdmBackendOps {
                        size_t n, float lr_t, float beta1, float beta2, float eps,
                        float weight_decay, const float *rates);
   void (*clip_norm) (TdmBackend *b, float *x, size_t n, float max_norm, double *work);
+  void (*deviation) (TdmBackend *b, double *work, const void *x, const void *ref,
+                     TdmDtype type, size_t n);
 
   /* bf16 operands. */
   void (*to_bf16) (TdmBackend *b, uint16_t *out, const float *in, size_t n);

@@ -193,6 +193,8 @@ struct _TdmBackend {
 
 /* Doubles of device memory clip_norm works in: the norm and partial sums. */
 #define TDM_CLIP_WORK_DOUBLES 1025
+/* Doubles of device memory deviation works in: its two sums and partial sums. */
+#define TDM_DEVIATION_WORK_DOUBLES 1026
 
 /* Creates the backend for one device (the CPU, or GPU N). Several backends may share
  * one GPU (each has its own stream). */
@@ -625,6 +627,17 @@ void tdm_backend_adam_update (TdmBackend *b, float *p, const float *g, float *m,
  * doubles (scratch for partial sums after work[0]). Nothing is read back: the norm
  * stays on the device until someone downloads work[0]. */
 void tdm_backend_clip_norm (TdmBackend *b, float *x, size_t n, float max_norm, double *work);
+
+/* How far x lies from ref, both n values of type `type` (float32, or bf16 as its bits):
+ * work[0] = Σ (x[i] − ref[i])² and work[1] = Σ ref[i]², each value widened to double
+ * exactly, each sum taken in double in an order fixed by n alone (the same bits every
+ * time on a backend), so that ‖x − ref‖₂ / ‖ref‖₂ = sqrt(work[0] / work[1]); a NaN in x
+ * makes work[0] NaN. work is device memory of TDM_DEVIATION_WORK_DOUBLES doubles
+ * (scratch for partial sums after the two). Nothing is read back: the sums stay on the
+ * device until someone downloads work[0] and work[1] (the convolution engine's screen
+ * of its candidates against a reference result). */
+void tdm_backend_deviation (TdmBackend *b, double *work, const void *x, const void *ref,
+                            TdmDtype type, size_t n);
 
 /* --precision bf16's stored operands: bfloat16 numbers as their bits (uint16_t),
  * rounded to nearest even from float (tdm-bf16.h's rule, the GPU's). to_bf16: out[i] =

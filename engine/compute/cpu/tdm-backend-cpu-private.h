@@ -229,4 +229,8 @@ void tdm_cpu_adam_update(TdmBackend *b, float *p, const float *g, float *m, floa
                          const float *rates);
 void tdm_cpu_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work);
 
+/* tdm-backend-cpu-compare.c */
+void tdm_cpu_deviation(TdmBackend *b, double *work, const void *x, const void *ref,
+                       TdmDtype type, size_t n);
+
 G_END_DECLS

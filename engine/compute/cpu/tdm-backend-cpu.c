@@ -260,6 +260,7 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .momentum_update = tdm_cpu_momentum_update,
   .adam_update = tdm_cpu_adam_update,
   .clip_norm = tdm_cpu_clip_norm,
+  .deviation = tdm_cpu_deviation,
   .add = tdm_cpu_add,
   .scale = tdm_cpu_scale,
   .to_bf16 = tdm_cpu_to_bf16,

@@ -653,6 +653,30 @@ tdm_conv_candidate_run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandi
   return ran;
 }
 
+TdmConvRounding
+tdm_conv_candidate_rounding(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c)
+{
+  const TdmConvArgs *a = l->a;
+  gboolean target16 = (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) ||
+                      (l->dir == TDM_CONV_DGRAD && a->dx16 != NULL);
+  /* The bf16 roundings on the result's way: into a bf16 destination (once, whoever
+   * rounds it: a plan writing bf16 there writes it directly, any other's float32 sums
+   * are rounded after); a cuDNN plan writing bf16 for a float32 destination (widened
+   * after, exactly); im2col's input gradient through bf16 columns, which col2im sums
+   * (its one rounding before the destination's). */
+  int roundings = target16 ? 1 : 0;
+  if (l->bf16 && c->kind == TDM_CONV_CUDNN && !c->float_out && !target16)
+    roundings++;
+  if (l->bf16 && c->kind == TDM_CONV_IM2COL && l->dir == TDM_CONV_DGRAD)
+    roundings++;
+  TdmConvRounding r = {
+      .output = roundings > 0 ? roundings * TDM_CONV_UNIT_BF16 : TDM_CONV_UNIT_F32,
+      /* TF32's products round the operands, cuBLAS's and cuDNN's each their own way. */
+      .operands = b->precision == TDM_PRECISION_TF32 ? TDM_CONV_UNIT_TF32 : 0.0,
+  };
+  return r;
+}
+
 size_t
 tdm_conv_candidate_need(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c)
 {

@@ -22,11 +22,15 @@
 #include "tdm-backend-cuda-conv-fused.h"
 #include "tdm-i18n.h"
 
+#include <math.h>
+
 #define TIMED_RUNS 3
 
 typedef struct {
   TdmConvCandidate *chosen;
   gboolean provisional;        /* chosen during a capture, untimed */
+  char *reference;             /* timed: the screen's reference candidate, or NULL */
+  GPtrArray *left_out;         /* timed: the names the screen left out, or NULL */
 } Choice;
 
 struct _TdmConvEngine {
@@ -43,6 +47,9 @@ choice_free(gpointer data)
 {
   Choice *choice = data;
   tdm_conv_candidate_free(choice->chosen);
+  g_free(choice->reference);
+  if (choice->left_out != NULL)
+    g_ptr_array_unref(choice->left_out);
   g_free(choice);
 }
 
@@ -170,17 +177,171 @@ events(TdmBackend *b, TdmConvEngine *e)
   return TRUE;
 }
 
-/* Times each candidate (one run to warm up, then TIMED_RUNS), the fastest's index or
- * -1; those that fail at run time are skipped. */
+/* What a call of the layout's direction writes: where, as which type, how many values. */
+typedef struct {
+  void *at;
+  TdmDtype type;
+  size_t count;
+} Result;
+
+static Result
+result_of(const TdmConvLayout *l)
+{
+  const TdmConvArgs *a = l->a;
+  const TdmConvShape *s = &a->shape;
+  Result r = {a->dw, TDM_DTYPE_F32, (size_t)s->out_c * l->k};
+  if (l->dir == TDM_CONV_FORWARD) {
+    r.at = a->y16 != NULL ? (void *)a->y16 : (void *)a->y;
+    r.type = a->y16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    r.count = l->rows * (size_t)s->out_c;
+  } else if (l->dir == TDM_CONV_DGRAD) {
+    r.at = a->dx16 != NULL ? (void *)a->dx16 : (void *)a->dx;
+    r.type = a->dx16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    r.count = (size_t)s->n * s->h * s->w * s->c;
+  }
+  return r;
+}
+
+static size_t
+value_bytes(TdmDtype type)
+{
+  return type == TDM_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+/* Where the reference's copy starts: after every candidate's need (`most`), aligned. */
+static size_t
+copy_at(size_t most)
+{
+  return (most + 255) / 256 * 256;
+}
+
+/* The bytes of the workspace a timing needs (`most`: what the candidates need), and in
+ * *count how many of the result's values the screen compares: its copy of the
+ * reference's result lies after the candidates' need, inside the workspace the caller
+ * grants (the replica's, grown for the timing and fitted to the choices' need after the
+ * pre-warm: counted as that workspace is, in its peak, and in nothing after). All the
+ * result, or as many of its first values as the caller's limit leaves room for (the
+ * plan's upper bound, which the memory estimate promised, is never passed for it); 0
+ * where not one fits: then the timing is not screened. */
+static size_t
+timing_need(const TdmConvLayout *l, size_t most, size_t *count)
+{
+  Result r = result_of(l);
+  size_t at = copy_at(most), size = value_bytes(r.type), limit = l->a->work_limit;
+  *count = r.count;
+  if (limit != 0)
+    *count = limit > at ? MIN(r.count, (limit - at) / size) : 0;
+  return *count > 0 ? at + *count * size : most;
+}
+
+/* The screen of one timing (tdm-backend-cuda-conv-screen.h): the reference's result
+ * copied aside, each other candidate's result measured against it. */
+typedef struct {
+  Result result;               /* what every candidate writes */
+  void *copy;                  /* the reference's first `count` values; NULL: no screen */
+  size_t count;
+  guint64 length;              /* L, the products each value sums */
+  int reference;               /* its index in the list, once one has run */
+  char *reference_name;        /* and its name */
+  GPtrArray *left_out;         /* the names left out */
+} Screen;
+
+/* ‖result − reference‖₂ / ‖reference‖₂ over the compared values: one reduction
+ * (tdm_backend_deviation(), in the backend's partials buffer, which its own bytes
+ * count) and two doubles read back; NaN when the backend failed. */
+static double
+deviation_of(TdmBackend *b, const Screen *screen)
+{
+  size_t doubles = 0;
+  double *work = tdm_backend_cuda_sum_scratch(b, &doubles);
+  g_assert(doubles >= TDM_DEVIATION_WORK_DOUBLES);
+  double sums[2] = {NAN, NAN};
+  tdm_backend_deviation(b, work, screen->result.at, screen->copy, screen->result.type,
+                        screen->count);
+  tdm_backend_download(b, sums, work, sizeof sums);
+  return tdm_conv_screen_deviation(sums[0], sums[1]);
+}
+
+/* Tests only: TANDEM_CONV_FAULT=<candidate> scales that candidate's float32 result by
+ * 1 + 2⁻⁵ after it is timed, before the screen measures it, as a wrong candidate's
+ * result would lie from the reference (tests/gpu/test-cuda-conv-screen.c); the call's
+ * own run after the choice is never touched. */
+static void
+fault(TdmBackend *b, const TdmConvCandidate *c, const Screen *screen)
+{
+  const char *name = g_getenv("TANDEM_CONV_FAULT");
+  if (name != NULL && g_str_equal(name, c->name) && screen->result.type == TDM_DTYPE_F32)
+    tdm_backend_scale(b, screen->result.at, 1.0f + 0x1p-5f, screen->result.count);
+}
+
+/* Screens candidate i of list, whose result the call's output now holds: the first to
+ * run becomes the reference (its result copied aside); any other stays when its result
+ * lies within the bound of the reference's. FALSE when it is left out (said, and
+ * named in screen->left_out). */
+static gboolean
+screened(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, Screen *screen)
+{
+  TdmConvCandidate *c = g_ptr_array_index(list, i);
+  if (screen->copy == NULL)
+    return TRUE;
+  fault(b, c, screen);
+  if (screen->reference < 0) {
+    tdm_backend_copy(b, screen->copy, screen->result.at,
+                     screen->count * value_bytes(screen->result.type));
+    screen->reference = (int)i;
+    screen->reference_name = g_strdup(c->name);
+    return TRUE;
+  }
+  TdmConvCandidate *r = g_ptr_array_index(list, (guint)screen->reference);
+  double deviation = deviation_of(b, screen);
+  double bound = tdm_conv_screen_bound(tdm_conv_candidate_rounding(b, l, c),
+                                       tdm_conv_candidate_rounding(b, l, r), screen->length);
+  if (tdm_backend_failed(b) || tdm_conv_screen_keeps(deviation, bound)) {
+    g_debug("%s: convolution candidate %s lies %.3g from %s (at most %.3g)", b->name, c->name,
+            deviation, r->name, bound);
+    return TRUE;
+  }
+  g_debug("%s: convolution candidate %s left out: its result lies %.3g from %s's, more "
+          "than its precision allows (%.3g)", b->name, c->name, deviation, r->name, bound);
+  g_ptr_array_add(screen->left_out, g_strdup(c->name));
+  return FALSE;
+}
+
+/* The order candidates are timed in: the screen's reference first (the least rounding,
+ * tdm_conv_screen_reference(), the first in the list's order of equals), the others
+ * after it by the same rule, so that if one fails to run the next becomes the
+ * reference. */
+static guint *
+timing_order(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
+{
+  guint n = list->len;
+  guint *order = g_new(guint, MAX(n, 1));
+  g_autofree TdmConvRounding *rounding = g_new(TdmConvRounding, MAX(n, 1));
+  for (guint i = 0; i < n; i++)
+    rounding[i] = tdm_conv_candidate_rounding(b, l, g_ptr_array_index(list, i));
+  for (guint k = 0; k < n; k++) {
+    order[k] = tdm_conv_screen_reference(rounding, n);
+    rounding[order[k]].output = INFINITY; /* taken: behind every other */
+  }
+  return order;
+}
+
+/* Times each candidate (one run to warm up, then TIMED_RUNS) and screens its result
+ * (screened()), the fastest kept one's index (the first in the list's order of equal
+ * times) or -1; those that fail at run time are skipped. The screen's extra work: one
+ * copy of the reference's result, and for each other candidate one reduction and two
+ * doubles read back, after its timed runs. */
 static int
-fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
+fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
 {
   TdmConvEngine *e = engine(b);
   TdmBackendCuda *cb = CUDA_B(b);
   if (!events(b, e))
     return -1;
+  g_autofree guint *order = timing_order(b, l, list);
   int best = -1;
-  for (guint i = 0; i < list->len; i++) {
+  for (guint k = 0; k < list->len; k++) {
+    guint i = order[k];
     TdmConvCandidate *c = g_ptr_array_index(list, i);
     char *error = NULL;
     gboolean ok = tdm_conv_candidate_run(b, l, c, &error);
@@ -205,7 +366,13 @@ fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
     g_free(error);
     c->ms = ms / TIMED_RUNS;
     g_debug("%s: convolution candidate %s: %.3f ms", b->name, c->name, c->ms);
-    if (best < 0 || c->ms < ((TdmConvCandidate *)g_ptr_array_index(list, best))->ms)
+    gboolean kept = screened(b, l, list, i, screen);
+    if (tdm_backend_failed(b))
+      return -1;
+    if (!kept)
+      continue;
+    const TdmConvCandidate *leader = best >= 0 ? g_ptr_array_index(list, (guint)best) : NULL;
+    if (leader == NULL || c->ms < leader->ms || (c->ms == leader->ms && (int)i < best))
       best = (int)i;
   }
   return best;
@@ -246,13 +413,23 @@ within_budget(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, size_t *mo
 
 /* Makes the choice for key (no lock of its own): the process's (or the disk's) choice
  * for the key where there is one and it still takes the call, else the fastest
- * candidate within the budget, timed now (after the call's preparation, once, when
- * *prepared is FALSE), or the rule's while untimed. *timed says which. NULL when no
- * candidate takes it, or when timing them needs more workspace than the call has:
- * then *want says how much (nothing was queued). */
+ * candidate within the budget whose result the screen keeps, timed now (after the
+ * call's preparation, once, when *prepared is FALSE), or the rule's while untimed.
+ * *timed says which, and screen says what the timing compared (its reference, those
+ * left out). NULL when no candidate takes it, or when timing them needs more workspace
+ * than the call has (the candidates' need and the screen's copy, timing_need()): then
+ * *want says how much (nothing was queued).
+ *
+ * Untimed choices are not screened. Under --exact the rule's candidate is a function of
+ * the shape and the GPU model alone (every device of a kind must agree without
+ * comparing anything), and every candidate is deterministic, so a screen would not
+ * change which one runs, only whether the run may go on; the rule's first pick is
+ * cuDNN's first plan in its heuristics' order, which the GPU suite checks against the
+ * CPU like every other (tests/gpu/test-cuda-conv*.c). During a capture the choice is
+ * provisional (im2col or ours) and timed, so screened, at the next eager call. */
 static TdmConvCandidate *
 decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gboolean untimed,
-       gboolean *prepared, gboolean *timed, size_t *want)
+       gboolean *prepared, gboolean *timed, Screen *screen, size_t *want)
 {
   TdmConvEngine *e = engine(b);
   *timed = FALSE;
@@ -279,15 +456,23 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
     return NULL;
   int pick = -1;
   if (!untimed && list->len > 1) {
-    if (most > l->a->work_bytes) {
-      *want = most;
+    size_t count = 0, need = timing_need(l, most, &count);
+    if (need > l->a->work_bytes) {
+      *want = need;
       return NULL;
     }
     if (!*prepared) {
       tdm_conv_prepare(b, l);
       *prepared = TRUE;
     }
-    pick = fastest(b, l, list);
+    screen->result = result_of(l);
+    screen->count = count;
+    screen->copy = count > 0 ? (char *)l->a->work + copy_at(most) : NULL;
+    screen->length = tdm_conv_screen_length(&l->a->shape, l->dir);
+    if (count == 0)
+      g_debug("%s: %s not screened: no room for a copy of a result under the workspace's "
+              "limit", b->name, key);
+    pick = fastest(b, l, list, screen);
     *timed = pick >= 0;
   }
   if (pick < 0)
@@ -322,17 +507,25 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
   if (shared)
     g_mutex_lock(&choice_lock);
   size_t short_of = 0;
-  TdmConvCandidate *chosen = decide(b, l, key, forced, untimed, prepared, &timed, &short_of);
+  Screen screen = {.reference = -1, .left_out = g_ptr_array_new_with_free_func(g_free)};
+  TdmConvCandidate *chosen =
+      decide(b, l, key, forced, untimed, prepared, &timed, &screen, &short_of);
   *want = MAX(*want, short_of);
   if (shared)
     g_mutex_unlock(&choice_lock);
-  if (chosen == NULL)
+  if (chosen == NULL) {
+    g_ptr_array_unref(screen.left_out);
+    g_free(screen.reference_name);
     return NULL;
-  g_debug("%s: %s → %s (%.3f ms%s)", b->name, key, chosen->name, chosen->ms,
-          timed ? "" : ", untimed");
+  }
+  g_debug("%s: %s → %s (%.3f ms%s%s%u left out)", b->name, key, chosen->name, chosen->ms,
+          timed ? "" : ", untimed", screen.copy != NULL ? ", screened, " : ", ",
+          screen.left_out->len);
   Choice *choice = g_new0(Choice, 1);
   choice->chosen = chosen;
   choice->provisional = cb->capturing && !b->deterministic;
+  choice->reference = screen.reference_name;
+  choice->left_out = screen.left_out;
   g_hash_table_replace(e->choices, g_steal_pointer(&key), choice);
   return chosen;
 }
@@ -529,4 +722,26 @@ tdm_cuda_conv_chosen(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir)
   size_t want = 0;
   TdmConvCandidate *c = choose(b, &l, &prepared, &want);
   return c != NULL ? c->name : NULL;
+}
+
+GPtrArray *
+tdm_cuda_conv_left_out(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
+                       char **reference)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  if (reference != NULL)
+    *reference = NULL;
+  TdmConvLayout l;
+  TdmConvEngine *e = CUDA_B(b)->conv;
+  if (e == NULL || !tdm_conv_layout(b, a, dir, &l))
+    return names;
+  g_autofree char *key = key_of(b, &l);
+  const Choice *choice = g_hash_table_lookup(e->choices, key);
+  if (choice == NULL)
+    return names;
+  if (reference != NULL)
+    *reference = g_strdup(choice->reference);
+  for (guint i = 0; choice->left_out != NULL && i < choice->left_out->len; i++)
+    g_ptr_array_add(names, g_strdup(g_ptr_array_index(choice->left_out, i)));
+  return names;
 }

@@ -30,6 +30,7 @@
 
 #include "tdm-backend-cuda-private.h"
 #include "tdm-backend-cuda-conv-cudnn.h"
+#include "tdm-backend-cuda-conv-screen.h"
 #include "tdm-conv-columns.h"
 
 G_BEGIN_DECLS
@@ -98,6 +99,11 @@ gboolean tdm_conv_candidate_run (TdmBackend *b, const TdmConvLayout *l,
  * included). */
 size_t tdm_conv_candidate_need (TdmBackend *b, const TdmConvLayout *l,
                                 const TdmConvCandidate *c);
+/* The roundings candidate c's result carries beyond the exact sums of the call's
+ * operands (tdm-backend-cuda-conv-screen.h): the bf16 roundings on its way (a bf16
+ * destination, a plan writing bf16, bf16 columns), TF32's operands. */
+TdmConvRounding tdm_conv_candidate_rounding (TdmBackend *b, const TdmConvLayout *l,
+                                             const TdmConvCandidate *c);
 void tdm_conv_candidate_free (TdmConvCandidate *c);
 /* The backend's cuDNN handle on its stream, created on first use; NULL without cuDNN
  * (or while the stream is captured, when none exists yet). */

@@ -284,3 +284,7 @@ void tdm_cuda_adam_update(TdmBackend *b, float *p, const float *g, float *m, flo
                           float lr_t, float beta1, float beta2, float eps, float weight_decay,
                           const float *rates);
 void tdm_cuda_clip_norm(TdmBackend *b, float *x, size_t n, float max_norm, double *work);
+
+/* tdm-backend-cuda-compare.c */
+void tdm_cuda_deviation(TdmBackend *b, double *work, const void *x, const void *ref,
+                        TdmDtype type, size_t n);

@@ -469,6 +469,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
     .momentum_update = tdm_cuda_momentum_update,
     .adam_update = tdm_cuda_adam_update,
     .clip_norm = tdm_cuda_clip_norm,
+    .deviation = tdm_cuda_deviation,
     .add = tdm_cuda_add,
     .add_out = tdm_cuda_add_out,
     .scale = tdm_cuda_scale,

@@ -53,6 +53,13 @@ size_t tdm_cuda_conv_cudnn_workspace_named (TdmBackend *b, const TdmConvArgs *a,
 /* The chosen candidate's name for a direction of this call, choosing now if needed;
  * NULL when none takes it. Valid while the backend lives. */
 const char *tdm_cuda_conv_chosen (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir);
+/* The candidates the screen left out when this backend timed the choice for a direction
+ * of this call (tdm-backend-cuda-conv-screen.h: their results lay further from the
+ * reference's than their precision allows), and in *reference (where not NULL; freed by
+ * the caller) the reference's name; empty and NULL where no choice was made or it was
+ * not timed here (the rule's, a cached one). */
+GPtrArray *tdm_cuda_conv_left_out (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
+                                   char **reference);
 /* A line per choice made ("fwd n512 h32 … \tcudnn:e12:r0:f\t0.1234 ms"), for logs. */
 char *tdm_cuda_conv_report (TdmBackend *b);
 

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* tdm-backend-cuda-conv-screen.h — the convolution engine's screen of its candidates:
+ * how far a candidate's result may lie from the reference candidate's result on the
+ * same inputs before the engine leaves it out of the timing (tdm-backend-cuda-conv-engine.c's
+ * fastest()), and which candidate is the reference. Knows nothing of CUDA: tested on
+ * any machine (tests/engine/test-conv-screen.c).
+ *
+ * Every candidate computes the same sums of products of the same operands; a result
+ * lies from those exact sums by at most
+ *   e = u_out + 2·u_op + λ·√L·u₃₂
+ * relative, in the 2-norm over the whole result (‖result − exact‖₂ ≤ e·‖exact‖₂):
+ * - u_out, its output's rounding: each value rounded to nearest into a type of unit
+ *   roundoff u (bf16 2⁻⁸, float32 2⁻²⁴) moves by at most u of itself, so the whole
+ *   result by at most u in the 2-norm (a bound, not an estimate); the type is the
+ *   narrowest the result passes through (a cuDNN plan writing bf16 that is widened
+ *   after, im2col's bf16 columns of an input gradient, a bf16 destination);
+ * - 2·u_op, its operands' rounding where candidates may round them differently: TF32's
+ *   products keep 10 of a float's 23 fraction bits (truncated: 2⁻¹⁰ each operand). In
+ *   a bf16 run every candidate reads the same bf16 operands (the layout's dy16 and w16,
+ *   the input rounded or normalized by the same conversion), and in a float32 run the
+ *   same floats, so there this term is 0;
+ * - λ·√L·u₃₂, its float32 sums of L products (the reduction: kernel²·c forward,
+ *   kernel²·out_c input gradient, the output's pixels n·oh·ow weight gradient): the
+ *   probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 41(5), 2019), λ·√L·u
+ *   of the terms' magnitudes, holds with probability 1 − 2L·exp(−λ²/2); λ = 16 is
+ *   that at λ ≈ 7.5 (one failure in a million at L = 2²⁰) times 2 for the sums'
+ *   partial sums in norm against the result's own (sums with heavy cancellation), and
+ *   it is the constant the GPU suite holds every float32 candidate to against the CPU
+ *   (tests/gpu/test-cuda-conv.c's bound()), so no candidate that suite accepts is left
+ *   out here.
+ * Two results each within their e of the same exact sums lie within e_c + e_r of each
+ * other (the triangle inequality): a candidate further than that from the reference
+ * has an error the run's precision does not account for (cuDNN's engine 62 writing
+ * bf16 over a million-row weight gradient on the H100: 0.0065–0.0100 from the CPU's
+ * where the others were 0.0028, the operands' bf16 share included), and is left out.
+ * The metric is norm-wise (‖c − r‖₂ / ‖r‖₂, kernels/compare.cu's sums in double), so
+ * single small values of either sign do not decide it.
+ *
+ * The reference is the candidate whose own e is least (a float32 result before a
+ * bf16 one), the first such in the list's order: im2col with cuBLAS before our own
+ * kernels before cuDNN's plans — the replica's own composition, which the CPU
+ * comparisons of the whole suite check, where it writes float32.
+ */
+#pragma once
+
+#include <glib.h>
+#include "tdm-backend.h"
+
+G_BEGIN_DECLS
+
+/* Unit roundoffs: round to nearest into bf16 (8 significant bits) and float32 (24);
+ * TF32's products, their operands truncated to 11 significant bits. */
+#define TDM_CONV_UNIT_BF16 0x1p-8
+#define TDM_CONV_UNIT_F32 0x1p-24
+#define TDM_CONV_UNIT_TF32 0x1p-10
+/* The accumulation's λ (above). */
+#define TDM_CONV_SCREEN_LAMBDA 16.0
+
+/* The roundings a candidate's result carries beyond the exact sums of the shared
+ * operands: the unit roundoff of the narrowest type its output passes through, and of
+ * its operands where the candidates may round them differently (0 where they do not). */
+typedef struct {
+  double output;
+  double operands;
+} TdmConvRounding;
+
+/* L, the number of products each value of direction dir's result sums. */
+guint64 tdm_conv_screen_length (const TdmConvShape *s, TdmConvDirection dir);
+/* e = output + 2·operands + λ·√length·2⁻²⁴: how far a result with rounding r lies from
+ * the exact sums, relative, in the 2-norm. */
+double tdm_conv_screen_share (TdmConvRounding r, guint64 length);
+/* How far candidate's result may lie from reference's: the sum of their shares. */
+double tdm_conv_screen_bound (TdmConvRounding candidate, TdmConvRounding reference,
+                              guint64 length);
+/* The index of the reference among count candidates' roundings: the least share, the
+ * first of equals; 0 when count is 0. */
+guint tdm_conv_screen_reference (const TdmConvRounding *r, guint count);
+/* ‖c − r‖₂ / ‖r‖₂ from Σ (c − r)² and Σ r² (tdm_backend_deviation()): 0 for two
+ * zero results, infinite for a non-zero one against a zero reference, NaN where the
+ * candidate wrote a NaN. */
+double tdm_conv_screen_deviation (double diff_squares, double ref_squares);
+/* Whether a candidate whose result lies `deviation` from the reference stays (FALSE
+ * for a NaN). */
+gboolean tdm_conv_screen_keeps (double deviation, double bound);
+
+G_END_DECLS
