@@ -9,6 +9,7 @@
  * the backend.
  */
 #include "test-backend-cpu.h"
+#include "tdm-bf16.h"
 #include "tdm-cpu-kernels.h"
 
 /* Memory */
@@ -821,6 +822,49 @@ test_add_scale(void)
   free_backend(b);
 }
 
+/* deviation: Σ (x − ref)² and Σ ref², float32 and bf16 (the same values, each exact in
+ * bf16: integers from −3 to 3 and those ± 2⁻⁵), whose sums are exact in double, so the
+ * sums are known exactly; a NaN in x shows in the first; no values, two zeros. */
+static void
+test_deviation(void)
+{
+  TdmBackend *b = new_backend();
+  const size_t n = 1001;
+  float *x = dev_floats(b, n), *ref = dev_floats(b, n);
+  uint16_t *x16 = dev_alloc(b, n * 2), *ref16 = dev_alloc(b, n * 2);
+  double *work = dev_alloc(b, TDM_DEVIATION_WORK_DOUBLES * sizeof(double));
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < n; i++) {
+    ref[i] = (float)((int)(i % 7) - 3);
+    x[i] = ref[i] + (float)((int)(i % 3) - 1) * 0x1p-5f;
+    x16[i] = tdm_bf16_round(x[i]);
+    ref16[i] = tdm_bf16_round(ref[i]);
+    g_assert_cmpfloat(tdm_bf16_value(x16[i]), ==, x[i]);
+    diff += (i % 3 != 1) ? 0x1p-10 : 0.0;
+    norm += (double)ref[i] * ref[i];
+  }
+  tdm_backend_deviation(b, work, x, ref, TDM_DTYPE_F32, n);
+  g_assert_cmpfloat(work[0], ==, diff);
+  g_assert_cmpfloat(work[1], ==, norm);
+  work[0] = work[1] = -1;
+  tdm_backend_deviation(b, work, x16, ref16, TDM_DTYPE_BF16, n);
+  g_assert_cmpfloat(work[0], ==, diff);
+  g_assert_cmpfloat(work[1], ==, norm);
+  x[n / 2] = NAN;
+  tdm_backend_deviation(b, work, x, ref, TDM_DTYPE_F32, n);
+  g_assert_true(isnan(work[0]));
+  g_assert_cmpfloat(work[1], ==, norm);
+  tdm_backend_deviation(b, work, x, ref, TDM_DTYPE_F32, 0);
+  g_assert_cmpfloat(work[0], ==, 0.0);
+  g_assert_cmpfloat(work[1], ==, 0.0);
+  tdm_backend_release(b, x);
+  tdm_backend_release(b, ref);
+  tdm_backend_release(b, x16);
+  tdm_backend_release(b, ref16);
+  tdm_backend_release(b, work);
+  free_backend(b);
+}
+
 /* The sticky error: the first failure is kept and later operations do nothing. */
 static void
 test_sticky_error(void)
@@ -939,6 +983,7 @@ main(int argc, char **argv)
   g_test_add_func("/backend-cpu/gather", test_gather);
   g_test_add_func("/backend-cpu/optimizers", test_optimizers);
   g_test_add_func("/backend-cpu/add-scale", test_add_scale);
+  g_test_add_func("/backend-cpu/deviation", test_deviation);
   g_test_add_func("/backend-cpu/sticky-error", test_sticky_error);
   g_test_add_func("/backend-cpu/threads", test_threads);
   test_backend_cpu_add_gradchecks();

@@ -170,6 +170,13 @@ bad_dropout(TdmBackend *b, float *out)
 }
 
 static void
+bad_deviation(TdmBackend *b, float *out)
+{
+  /* A type that is neither float32 nor bf16. */
+  tdm_backend_deviation(b, (double *)out, out, out, (TdmDtype)7, 4);
+}
+
+static void
 missing_maxpool_bn(TdmBackend *b, float *out)
 {
   tdm_backend_maxpool_forward_bn(b, out, (int32_t *)out, out, out, out, out, out, false, 1, 2,
@@ -195,6 +202,7 @@ test_refused(void)
   expect_refused(bad_pool2d, "maxpool2d_forward", "→ 3×3");
   expect_refused(bad_global, "global_avgpool_forward", "1×0×4");
   expect_refused(bad_dropout, "dropout_forward", "rate 1");
+  expect_refused(bad_deviation, "deviation", "type 7");
   /* The CPU has no one-pass pool of a bn's output: the call says so. */
   expect_refused(missing_maxpool_bn, "maxpool_forward_bn", "not an operation");
 }

@@ -20,14 +20,15 @@
  *   the input rounded or normalized by the same conversion), and in a float32 run the
  *   same floats, so there this term is 0;
  * - λ·√L·u₃₂, its float32 sums of L products (the reduction: kernel²·c forward,
- *   kernel²·out_c input gradient, the output's pixels n·oh·ow weight gradient): the
- *   probabilistic bound of Higham and Mary (SIAM J. Sci. Comput. 41(5), 2019), λ·√L·u
- *   of the terms' magnitudes, holds with probability 1 − 2L·exp(−λ²/2); λ = 16 is
- *   that at λ ≈ 7.5 (one failure in a million at L = 2²⁰) times 2 for the sums'
- *   partial sums in norm against the result's own (sums with heavy cancellation), and
- *   it is the constant the GPU suite holds every float32 candidate to against the CPU
- *   (tests/gpu/test-cuda-conv.c's bound()), so no candidate that suite accepts is left
- *   out here.
+ *   kernel²·out_c input gradient, the output's pixels n·oh·ow weight gradient). Taken
+ *   as independent random variables of mean 0 (Higham and Mary, SIAM J. Sci. Comput.
+ *   41(5), 2019), the roundings of a sum of L terms stay within λ·√L·u of the size of
+ *   its partial sums with probability at least 1 − 2L·exp(−λ²/2): λ = 8 makes that one
+ *   in a million at L = 2²⁰ (7.5 would). A convolution's partial sums are of its
+ *   result's size in norm, whether the terms' signs are random (they cancel, and so do
+ *   the partial sums) or alike; two float32 results then lie within 2·8 = 16·√L·u₃₂ of
+ *   each other, the constant the GPU suite holds every float32 candidate to against the
+ *   CPU's sums (tests/gpu/test-cuda-conv.c's bound()), which its random operands meet.
  * Two results each within their e of the same exact sums lie within e_c + e_r of each
  * other (the triangle inequality): a candidate further than that from the reference
  * has an error the run's precision does not account for (cuDNN's engine 62 writing
@@ -54,7 +55,7 @@ G_BEGIN_DECLS
 #define TDM_CONV_UNIT_F32 0x1p-24
 #define TDM_CONV_UNIT_TF32 0x1p-10
 /* The accumulation's λ (above). */
-#define TDM_CONV_SCREEN_LAMBDA 16.0
+#define TDM_CONV_SCREEN_LAMBDA 8.0
 
 /* The roundings a candidate's result carries beyond the exact sums of the shared
  * operands: the unit roundoff of the narrowest type its output passes through, and of

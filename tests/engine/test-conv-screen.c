@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-conv-screen.c — the convolution engine's screen of its candidates
+ * (tdm-backend-cuda-conv-screen.h) on any machine: the reduction length of each
+ * direction, the bound from the roundings a result carries and its sum's length, which
+ * candidate is the reference, and the verdict on a measured deviation — for the case
+ * that made it (a 1×1 weight gradient over a million rows, bf16 output: cuDNN's engine
+ * 62 left out at the deviation it showed on the H100, a plan rounding its output once
+ * kept), and for a float32 run's. The measurement itself (kernels/compare.cu) is the
+ * GPU suite's. */
+#include "tdm-backend-cuda-conv-screen.h"
+
+#include <math.h>
+
+static const TdmConvRounding f32 = {TDM_CONV_UNIT_F32, 0.0};
+static const TdmConvRounding bf16 = {TDM_CONV_UNIT_BF16, 0.0};
+
+static void
+test_length(void)
+{
+  /* bn-input-chunks' 1×1 case: n64 at 128 px, 64 → 16. */
+  TdmConvShape s = {64, 128, 128, 64, 16, 1, 0, 1};
+  g_assert_cmpuint(tdm_conv_screen_length(&s, TDM_CONV_WGRAD), ==, 64u * 128 * 128);
+  g_assert_cmpuint(tdm_conv_screen_length(&s, TDM_CONV_FORWARD), ==, 64);
+  g_assert_cmpuint(tdm_conv_screen_length(&s, TDM_CONV_DGRAD), ==, 16);
+  /* A 3×3 at stride 2, padded: the output's pixels for the weight gradient. */
+  TdmConvShape t = {3, 17, 16, 24, 40, 3, 1, 2};
+  g_assert_cmpuint(tdm_conv_screen_length(&t, TDM_CONV_WGRAD), ==, 3u * 9 * 8);
+  g_assert_cmpuint(tdm_conv_screen_length(&t, TDM_CONV_FORWARD), ==, 9u * 24);
+  g_assert_cmpuint(tdm_conv_screen_length(&t, TDM_CONV_DGRAD), ==, 9u * 40);
+}
+
+/* The bound is the two results' shares, each its output's unit roundoff, twice its
+ * operands', and λ·√L·2⁻²⁴ for its float32 sums. */
+static void
+test_bound(void)
+{
+  guint64 million = (guint64)1 << 20;
+  double sums = TDM_CONV_SCREEN_LAMBDA * 1024 * 0x1p-24; /* 2⁻¹¹ at L = 2²⁰ */
+  g_assert_cmpfloat(sums, ==, 0x1p-11);
+  g_assert_cmpfloat(tdm_conv_screen_share(f32, million), ==, 0x1p-24 + sums);
+  g_assert_cmpfloat(tdm_conv_screen_share(bf16, million), ==, 0x1p-8 + sums);
+  /* A bf16-writing plan against a float32 reference: 2⁻⁸ + 2⁻¹⁰ + 2⁻²⁴ ≈ 0.00488. */
+  double bound = tdm_conv_screen_bound(bf16, f32, million);
+  g_assert_cmpfloat(bound, ==, 0x1p-8 + 2 * sums + 0x1p-24);
+  g_assert_cmpfloat(fabs(bound - 0.00488), <, 1e-5);
+  /* Symmetric, and growing with the sums' length as its square root. */
+  g_assert_cmpfloat(tdm_conv_screen_bound(f32, bf16, million), ==, bound);
+  double short_sum = tdm_conv_screen_bound(f32, f32, 64);
+  g_assert_cmpfloat(short_sum, ==, 2 * (0x1p-24 + TDM_CONV_SCREEN_LAMBDA * 8 * 0x1p-24));
+  g_assert_cmpfloat(tdm_conv_screen_bound(f32, f32, 4 * 64) - 2 * 0x1p-24, ==,
+                    2 * (short_sum - 2 * 0x1p-24));
+  /* TF32's operands: 2·2⁻¹⁰ a result. */
+  TdmConvRounding tf32 = {TDM_CONV_UNIT_F32, TDM_CONV_UNIT_TF32};
+  g_assert_cmpfloat(tdm_conv_screen_bound(tf32, tf32, 64) - short_sum, ==, 4 * 0x1p-10);
+}
+
+/* The least rounding, the first of equals; a taken one set to infinity falls behind
+ * (the engine's timing order). */
+static void
+test_reference(void)
+{
+  TdmConvRounding list[] = {bf16, f32, bf16, f32};
+  g_assert_cmpuint(tdm_conv_screen_reference(list, 4), ==, 1);
+  list[1].output = INFINITY;
+  g_assert_cmpuint(tdm_conv_screen_reference(list, 4), ==, 3);
+  list[3].output = INFINITY;
+  g_assert_cmpuint(tdm_conv_screen_reference(list, 4), ==, 0);
+  TdmConvRounding twice = {2 * TDM_CONV_UNIT_BF16, 0.0};
+  TdmConvRounding dx16[] = {twice, bf16, bf16};
+  g_assert_cmpuint(tdm_conv_screen_reference(dx16, 3), ==, 1);
+  g_assert_cmpuint(tdm_conv_screen_reference(dx16, 1), ==, 0);
+  g_assert_cmpuint(tdm_conv_screen_reference(dx16, 0), ==, 0);
+}
+
+/* The deviation from the two sums of squares, and the verdict. */
+static void
+test_verdict(void)
+{
+  g_assert_cmpfloat(tdm_conv_screen_deviation(0.0, 0.0), ==, 0.0);
+  g_assert_cmpfloat(tdm_conv_screen_deviation(1.0, 0.0), ==, INFINITY);
+  g_assert_cmpfloat(tdm_conv_screen_deviation(1.0, 4.0), ==, 0.5);
+  g_assert_true(isnan(tdm_conv_screen_deviation(NAN, 4.0)));
+  g_assert_false(tdm_conv_screen_keeps(NAN, 1.0));
+  g_assert_false(tdm_conv_screen_keeps(INFINITY, 1.0));
+  g_assert_true(tdm_conv_screen_keeps(0.0, 0.0));
+  g_assert_true(tdm_conv_screen_keeps(0.5, 0.5));
+
+  /* The case that made the screen: engine 62's weight gradient lay 0.0065 and 0.0100
+   * from the CPU's where the others lay 0.0028, the operands' bf16 roundings, which it
+   * shares with the reference; the rest, its own, √(0.0065² − 0.0028²) ≈ 0.0059 and
+   * √(0.0100² − 0.0028²) ≈ 0.0096, both past the bound of 0.00488. A plan rounding its
+   * float32 sums once to bf16 lies at most 2⁻⁸ from them (0.0039): kept. */
+  guint64 rows = (guint64)64 * 128 * 128;
+  double bound = tdm_conv_screen_bound(bf16, f32, rows);
+  g_assert_false(tdm_conv_screen_keeps(sqrt(0.0065 * 0.0065 - 0.0028 * 0.0028), bound));
+  g_assert_false(tdm_conv_screen_keeps(sqrt(0.0100 * 0.0100 - 0.0028 * 0.0028), bound));
+  g_assert_true(tdm_conv_screen_keeps(0x1p-8, bound));
+  /* And a candidate the screen keeps lies within 2⁻⁷ of the CPU's result wherever the
+   * reference lies within the operands' 0.0028 of it (the triangle inequality): what
+   * bn-input-chunks asks of every candidate. */
+  g_assert_cmpfloat(bound + 0.0028, <, 0x1p-7);
+  /* A float32 run's sums of 576 products (a 3×3 over 64 channels): the bound is
+   * 2·(2⁻²⁴ + 8·24·2⁻²⁴) ≈ 2.3e-5; a result 2⁻²⁰ from the reference is kept, one 2⁻¹²
+   * from it (an error a float32 run does not make) is not. */
+  double f32_bound = tdm_conv_screen_bound(f32, f32, 9 * 64);
+  g_assert_true(tdm_conv_screen_keeps(0x1p-20, f32_bound));
+  g_assert_false(tdm_conv_screen_keeps(0x1p-12, f32_bound));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/conv-screen/length", test_length);
+  g_test_add_func("/conv-screen/bound", test_bound);
+  g_test_add_func("/conv-screen/reference", test_reference);
+  g_test_add_func("/conv-screen/verdict", test_verdict);
+  return g_test_run();
+}
