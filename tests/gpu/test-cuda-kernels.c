@@ -11,6 +11,7 @@
  * one stays green. Per-operation timings are bench/bench-cuda-ops.c's.
  */
 #include "tdm-backend.h"
+#include "tdm-bf16.h"
 #include "tdm-build-config.h"
 #include "tdm-exact.h"
 
@@ -636,6 +637,81 @@ test_optimizers(void)
  * the same int64 limbs, bit for bit, added into sums that were not zero, and the same
  * count of values left out, over floats of every exponent, both signs, subnormals,
  * zeros, the limit's neighbours, infinities and NaN. */
+/* deviation (the compare family): the GPU's Σ (x − ref)² and Σ ref² against the CPU's,
+ * float32 and bf16, a million values and an odd count (the grid's strands end
+ * unevenly). Both sum positive terms in double, each within n·2⁻⁵³ of the exact sum
+ * whatever the order, so within 2n·2⁻⁵³ of each other; values whose sums are exact in
+ * double (small integers ± 2⁻⁵) give the same sums bit for bit; the same bits twice; a
+ * NaN in x shows; no values, zeros. */
+static void
+test_deviation(void)
+{
+  if (!have_gpu())
+    return;
+  const size_t n = 1000003;
+  g_autofree float *x = random_floats(n, -2, 2);
+  g_autofree float *ref = random_floats(n, -2, 2);
+  for (size_t i = 0; i < n; i++)
+    x[i] = ref[i] + x[i] * 0x1p-7f;
+  g_autofree uint16_t *x16 = g_new(uint16_t, n);
+  g_autofree uint16_t *ref16 = g_new(uint16_t, n);
+  for (size_t i = 0; i < n; i++) {
+    x16[i] = tdm_bf16_round(x[i]);
+    ref16[i] = tdm_bf16_round(ref[i]);
+  }
+  double *work = on(gpu, NULL, TDM_DEVIATION_WORK_DOUBLES * sizeof(double));
+  double host[2];
+  for (int type = TDM_DTYPE_F32; type <= TDM_DTYPE_BF16; type++) {
+    size_t size = type == TDM_DTYPE_BF16 ? 2 : 4;
+    const void *hx = type == TDM_DTYPE_BF16 ? (const void *)x16 : (const void *)x;
+    const void *hr = type == TDM_DTYPE_BF16 ? (const void *)ref16 : (const void *)ref;
+    void *dx = on(gpu, hx, n * size), *dr = on(gpu, hr, n * size);
+    tdm_backend_deviation(cpu, host, hx, hr, type, n);
+    double got[2][2];
+    for (int run = 0; run < 2; run++) {
+      tdm_backend_deviation(gpu, work, dx, dr, type, n);
+      tdm_backend_download(gpu, got[run], work, sizeof got[run]);
+    }
+    assert_ok(gpu);
+    g_test_message("deviation %s: GPU %.17g %.17g, CPU %.17g %.17g", type ? "bf16" : "fp32",
+                   got[0][0], got[0][1], host[0], host[1]);
+    g_assert_cmpmem(got[0], sizeof got[0], got[1], sizeof got[1]);
+    for (int k = 0; k < 2; k++) {
+      g_assert_cmpfloat(host[k], >, 0.0);
+      g_assert_cmpfloat(fabs(got[0][k] - host[k]), <=, 2.0 * n * 0x1p-53 * host[k]);
+    }
+    tdm_backend_release(gpu, dx);
+    tdm_backend_release(gpu, dr);
+  }
+  /* Exact sums. */
+  for (size_t i = 0; i < n; i++) {
+    ref[i] = (float)((int)(i % 7) - 3);
+    x[i] = ref[i] + (float)((int)(i % 3) - 1) * 0x1p-5f;
+  }
+  float *dx = on(gpu, x, n * 4), *dr = on(gpu, ref, n * 4);
+  tdm_backend_deviation(cpu, host, x, ref, TDM_DTYPE_F32, n);
+  double got[2];
+  tdm_backend_deviation(gpu, work, dx, dr, TDM_DTYPE_F32, n);
+  tdm_backend_download(gpu, got, work, sizeof got);
+  g_assert_cmpfloat(got[0], ==, host[0]);
+  g_assert_cmpfloat(got[1], ==, host[1]);
+  /* A NaN, and no values. */
+  float nan = NAN;
+  tdm_backend_upload(gpu, dx + n / 3, &nan, sizeof nan);
+  tdm_backend_deviation(gpu, work, dx, dr, TDM_DTYPE_F32, n);
+  tdm_backend_download(gpu, got, work, sizeof got);
+  g_assert_true(isnan(got[0]));
+  g_assert_cmpfloat(got[1], ==, host[1]);
+  tdm_backend_deviation(gpu, work, dx, dr, TDM_DTYPE_F32, 0);
+  tdm_backend_download(gpu, got, work, sizeof got);
+  assert_ok(gpu);
+  g_assert_cmpfloat(got[0], ==, 0.0);
+  g_assert_cmpfloat(got[1], ==, 0.0);
+  tdm_backend_release(gpu, dx);
+  tdm_backend_release(gpu, dr);
+  tdm_backend_release(gpu, work);
+}
+
 static void
 test_exact_add(void)
 {
@@ -705,6 +781,7 @@ main(int argc, char **argv)
   g_test_add_func("/cuda/optimizers", test_optimizers);
   g_test_add_func("/cuda/optimizer-rates", test_optimizer_rates);
   g_test_add_func("/cuda/exact-add", test_exact_add);
+  g_test_add_func("/cuda/deviation", test_deviation);
   test_cuda_add_machinery();
 
   int status = g_test_run();
