@@ -26,38 +26,6 @@
 #include "test-cuda-conv.h"
 #include "test-cuda-layers.h"
 
-/* One engine call as the replica makes it: from a workspace of 16 bytes, grown to what
- * the engine asks for (room to time its candidates, then its choice's need) and tried
- * again, at most three times. TRUE when the engine ran it; *need the choice's bytes. */
-static gboolean
-engine_call_grown(Device *d, gboolean backward, size_t *need)
-{
-  TdmBackend *b = d->b;
-  TdmConvArgs a = d->a;
-  size_t bytes = 16;
-  void *work = on_b(b, NULL, bytes);
-  gboolean took = FALSE;
-  for (int tries = 0; tries <= 3; tries++) {
-    a.work = work;
-    a.work_bytes = bytes;
-    a.work_needed = need;
-    took = backward ? tdm_backend_conv_engine_backward(b, &a)
-                    : tdm_backend_conv_engine_forward(b, &a);
-    assert_ok(b);
-    if (took || *need <= bytes)
-      break;
-    g_test_message("the engine asks for %zu bytes", *need);
-    tdm_backend_release(b, work);
-    bytes = *need;
-    work = on_b(b, NULL, bytes);
-  }
-  if (took)
-    g_assert_cmpuint(*need, <=, bytes);
-  tdm_backend_synchronize(b);
-  tdm_backend_release(b, work);
-  return took;
-}
-
 /* A bf16 cuDNN weight gradient's need, over an input the engine writes itself (not
  * padded): what tdm-backend-cuda-conv-chunks.c counts from the layout (the
  * reservations, one chunk's copy of the input, a bf16 plan's staged chunk sum, the

@@ -9,8 +9,9 @@
  * problems, device sides and checks its parts share (test-cuda-conv.h). The parts:
  * test-cuda-conv-bf16.c (a bn normalized as the conv reads its input, operands the
  * layers around a conv store as bf16), test-cuda-conv-workspace.c (the choice within
- * the workspace budget, columns and bn inputs in chunks) and test-cuda-conv-small.c
- * (the few-channel candidates).
+ * the workspace budget, columns and bn inputs in chunks), test-cuda-conv-small.c
+ * (the few-channel candidates) and test-cuda-conv-screen.c (the screen of the
+ * candidates' results: a wrong one left out).
  *
  * Bounds: ||gpu − cpu|| / ||cpu|| against the float32 reference. float32 runs (no TF32,
  * no Winograd: tdm-backend-cuda-conv-cudnn.c refuses them) differ only in the order of the sums:
@@ -231,6 +232,38 @@ device_clear(Device *d)
 }
 
 const char *const direction_names[] = {"forward", "dgrad", "wgrad"};
+
+/* One engine call as the replica makes it: from a workspace of 16 bytes, grown to what
+ * the engine asks for (room to time its candidates, then its choice's need) and tried
+ * again, at most three times. TRUE when the engine ran it; *need the choice's bytes. */
+gboolean
+engine_call_grown(Device *d, gboolean backward, size_t *need)
+{
+  TdmBackend *b = d->b;
+  TdmConvArgs a = d->a;
+  size_t bytes = 16;
+  void *work = on_b(b, NULL, bytes);
+  gboolean took = FALSE;
+  for (int tries = 0; tries <= 3; tries++) {
+    a.work = work;
+    a.work_bytes = bytes;
+    a.work_needed = need;
+    took = backward ? tdm_backend_conv_engine_backward(b, &a)
+                    : tdm_backend_conv_engine_forward(b, &a);
+    assert_ok(b);
+    if (took || *need <= bytes)
+      break;
+    g_test_message("the engine asks for %zu bytes", *need);
+    tdm_backend_release(b, work);
+    bytes = *need;
+    work = on_b(b, NULL, bytes);
+  }
+  if (took)
+    g_assert_cmpuint(*need, <=, bytes);
+  tdm_backend_synchronize(b);
+  tdm_backend_release(b, work);
+  return took;
+}
 
 /* Every candidate of every direction against the reference; counts cuDNN's. */
 int
@@ -454,6 +487,7 @@ main(int argc, char **argv)
   test_cuda_conv_add_workspace();
   test_cuda_conv_add_small();
   test_cuda_conv_add_fused();
+  test_cuda_conv_add_screen();
   int status = g_test_run();
   if (gpu != NULL)
     tdm_backend_free(gpu);

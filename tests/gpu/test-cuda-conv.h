@@ -3,8 +3,9 @@
  * data and CPU reference) and device sides, and the helpers test-cuda-conv.c defines
  * for them (random inputs, the bounds, every candidate checked against a reference);
  * the registration of test-cuda-conv-bf16.c's, test-cuda-conv-workspace.c's,
- * test-cuda-conv-small.c's and test-cuda-conv-fused.c's tests (the backends are test-cuda-layers.h's, set up by
- * test-cuda-conv.c's main()). Only with TDM_HAVE_CUDA. */
+ * test-cuda-conv-small.c's, test-cuda-conv-fused.c's and test-cuda-conv-screen.c's
+ * tests (the backends are test-cuda-layers.h's, set up by test-cuda-conv.c's main()).
+ * Only with TDM_HAVE_CUDA. */
 #pragma once
 
 #include "tdm-backend.h"
@@ -55,6 +56,11 @@ double chunk_rounding_share (const Problem *p, TdmConvDirection dir, const char 
 /* d's buffers on backend b for p (with the weights' bf16 copy where with_w16). */
 void device_init (Device *d, TdmBackend *b, const Problem *p, gboolean with_w16);
 void device_clear (Device *d);
+/* One engine call (backward where `backward`) on d's buffers as the replica makes it:
+ * from a workspace of 16 bytes, grown to what the engine asks for (room to time and
+ * screen its candidates, then its choice's need) and tried again, at most three times.
+ * TRUE when the engine ran it; *need the choice's bytes. */
+gboolean engine_call_grown (Device *d, gboolean backward, size_t *need);
 /* The names of TdmConvDirection's values, for messages. */
 extern const char *const direction_names[];
 /* Every candidate of every direction against the reference (y_ref the forward's); the
@@ -69,3 +75,5 @@ void test_cuda_conv_add_workspace (void);
 void test_cuda_conv_add_small (void);
 /* Registers test-cuda-conv-fused.c's tests (cuDNN's fused bn-prologue forward). */
 void test_cuda_conv_add_fused (void);
+/* Registers test-cuda-conv-screen.c's tests (the screen of the candidates' results). */
+void test_cuda_conv_add_screen (void);

@@ -23,6 +23,7 @@
 #include "tdm-i18n.h"
 
 #include <math.h>
+#include <string.h>
 
 #define TIMED_RUNS 3
 
@@ -262,16 +263,21 @@ deviation_of(TdmBackend *b, const Screen *screen)
   return tdm_conv_screen_deviation(sums[0], sums[1]);
 }
 
-/* Tests only: TANDEM_CONV_FAULT=<candidate> scales that candidate's float32 result by
+/* Tests only: TANDEM_CONV_FAULT="<direction> <candidate>" (fwd, dgrad or wgrad, and a
+ * name: "dgrad im2col") scales that candidate's float32 result of that direction by
  * 1 + 2⁻⁵ after it is timed, before the screen measures it, as a wrong candidate's
  * result would lie from the reference (tests/gpu/test-cuda-conv-screen.c); the call's
  * own run after the choice is never touched. */
 static void
-fault(TdmBackend *b, const TdmConvCandidate *c, const Screen *screen)
+fault(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, const Screen *screen)
 {
-  const char *name = g_getenv("TANDEM_CONV_FAULT");
-  if (name != NULL && g_str_equal(name, c->name) && screen->result.type == TDM_DTYPE_F32)
-    tdm_backend_scale(b, screen->result.at, 1.0f + 0x1p-5f, screen->result.count);
+  const char *v = g_getenv("TANDEM_CONV_FAULT");
+  const char *space = v != NULL ? strchr(v, ' ') : NULL;
+  if (space == NULL || screen->result.type != TDM_DTYPE_F32 ||
+      strncmp(v, direction_names[l->dir], (size_t)(space - v)) != 0 ||
+      strlen(direction_names[l->dir]) != (size_t)(space - v) || !g_str_equal(space + 1, c->name))
+    return;
+  tdm_backend_scale(b, screen->result.at, 1.0f + 0x1p-5f, screen->result.count);
 }
 
 /* Screens candidate i of list, whose result the call's output now holds: the first to
@@ -284,7 +290,7 @@ screened(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, Screen
   TdmConvCandidate *c = g_ptr_array_index(list, i);
   if (screen->copy == NULL)
     return TRUE;
-  fault(b, c, screen);
+  fault(b, l, c, screen);
   if (screen->reference < 0) {
     tdm_backend_copy(b, screen->copy, screen->result.at,
                      screen->count * value_bytes(screen->result.type));
