@@ -15,6 +15,15 @@
  * before); =cudnn, =cudnn-fused or =own prefers that kind wherever it takes the shape.
  * The rule never prefers a fused cuDNN plan (compiled at run time, seconds a shape)
  * over another candidate: it is the rule's choice only where it is the only one.
+ *
+ * A timing is also a screen (tdm-backend-cuda-conv-screen.h): the reference candidate
+ * (the least rounding: a float32 result first, im2col before ours before cuDNN's) is
+ * timed first and its result copied aside in the workspace, after what the candidates
+ * need; each other candidate's result, left in the call's output by its timed runs, is
+ * measured against that copy (tdm_backend_deviation(), ‖c − r‖₂ / ‖r‖₂) and left out
+ * when it lies further than both results' roundings and float32 sums allow. The
+ * choice is the fastest of those kept; the disk cache (version 5) holds only such
+ * choices.
  */
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-budget.h"
@@ -250,12 +259,13 @@ typedef struct {
 /* ‖result − reference‖₂ / ‖reference‖₂ over the compared values: one reduction
  * (tdm_backend_deviation(), in the backend's partials buffer, which its own bytes
  * count) and two doubles read back; NaN when the backend failed. */
+G_STATIC_ASSERT(TDM_PARTIALS_FLOATS / 2 >= TDM_DEVIATION_WORK_DOUBLES);
+
 static double
 deviation_of(TdmBackend *b, const Screen *screen)
 {
   size_t doubles = 0;
   double *work = tdm_backend_cuda_sum_scratch(b, &doubles);
-  g_assert(doubles >= TDM_DEVIATION_WORK_DOUBLES);
   double sums[2] = {NAN, NAN};
   tdm_backend_deviation(b, work, screen->result.at, screen->copy, screen->result.type,
                         screen->count);
