@@ -28,7 +28,7 @@ value_of(const uint16_t *p, size_t i)
   return (double)__uint_as_float((unsigned)p[i] << 16);
 }
 
-/* Halves sums[] (DEVIATION_THREADS or DEVIATION_BLOCKS values) down to sums[0]. */
+/* Sums a[] and b[] (COUNT values each, one a thread) into a[0] and b[0] by halves. */
 template <int COUNT>
 __device__ __forceinline__ void
 tree(double *a, double *b)
