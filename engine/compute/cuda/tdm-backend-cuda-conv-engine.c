@@ -534,9 +534,11 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
     g_free(screen.reference_name);
     return NULL;
   }
-  g_debug("%s: %s → %s (%.3f ms%s%s%u left out)", b->name, key, chosen->name, chosen->ms,
-          timed ? "" : ", untimed", screen.copy != NULL ? ", screened, " : ", ",
-          screen.left_out->len);
+  g_debug("%s: %s → %s (%.3f ms%s)", b->name, key, chosen->name, chosen->ms,
+          timed ? "" : ", untimed");
+  if (screen.reference_name != NULL)
+    g_debug("%s: %s screened against %s: %u left out", b->name, key, screen.reference_name,
+            screen.left_out->len);
   Choice *choice = g_new0(Choice, 1);
   choice->chosen = chosen;
   choice->provisional = cb->capturing && !b->deterministic;
