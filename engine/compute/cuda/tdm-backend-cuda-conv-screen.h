@@ -29,6 +29,13 @@
  *   the partial sums) or alike; two float32 results then lie within 2·8 = 16·√L·u₃₂ of
  *   each other, the constant the GPU suite holds every float32 candidate to against the
  *   CPU's sums (tests/gpu/test-cuda-conv.c's bound()), which its random operands meet.
+ *   The model is round-to-nearest's. Tensor cores (a bf16 run's products) truncate
+ *   their sums (Fasi, Higham, Mikaitis and Pranesh, PeerJ Comput. Sci. 7, 2021): where
+ *   the terms' signs are random the truncations' directions are too and the model
+ *   holds; along one long chain of same-signed terms they drift together, up to about
+ *   L·2⁻²⁸ at 16 products an instruction (2⁻⁸ at L = 2²⁰), which the bound does not
+ *   grant: on such data a candidate summing so is left out, and the more accurate ones
+ *   stay. The pre-warm's data are the first batch's, at the initial weights.
  * Two results each within their e of the same exact sums lie within e_c + e_r of each
  * other (the triangle inequality): a candidate further than that from the reference
  * has an error the run's precision does not account for (cuDNN's engine 62 writing
