@@ -35,9 +35,9 @@
  *   holds; along one long chain of same-signed terms they drift together, up to about
  *   L·2⁻²⁸ at 16 products an instruction (2⁻⁸ at L = 2²⁰), which the bound does not
  *   grant: on such data two candidates that chain their sums differently may lie
- *   further apart than it, and the one that is not the reference is left out (a choice
- *   among fewer, never a less accurate result). The pre-warm's data are the first
- *   batch's, at the initial weights.
+ *   further apart than it, and the one that is not the reference is left out: a choice
+ *   among fewer, each within the bound of the reference. The pre-warm's data are the
+ *   first batch's, at the initial weights.
  * Two results each within their e of the same exact sums lie within e_c + e_r of each
  * other (the triangle inequality): a candidate further than that from the reference
  * has an error the run's precision does not account for (cuDNN's engine 62 writing
