@@ -21,6 +21,8 @@
 #include "tdm-conv-columns.h"
 #include "tdm-i18n.h"
 
+#include <math.h>
+
 #define ALIGN 256
 
 static size_t
@@ -659,16 +661,21 @@ tdm_conv_candidate_rounding(TdmBackend *b, const TdmConvLayout *l, const TdmConv
   const TdmConvArgs *a = l->a;
   gboolean target16 = (l->dir == TDM_CONV_FORWARD && a->y16 != NULL) ||
                       (l->dir == TDM_CONV_DGRAD && a->dx16 != NULL);
-  /* The bf16 roundings on the result's way: into a bf16 destination (once, whoever
-   * rounds it: a plan writing bf16 there writes it directly, any other's float32 sums
-   * are rounded after); a cuDNN plan writing bf16 for a float32 destination (widened
-   * after, exactly); im2col's input gradient through bf16 columns, which col2im sums
-   * (its one rounding before the destination's). */
-  int roundings = target16 ? 1 : 0;
-  if (l->bf16 && c->kind == TDM_CONV_CUDNN && !c->float_out && !target16)
-    roundings++;
+  /* The bf16 roundings on the result's way, in units of one rounding of the result: into
+   * a bf16 destination (once, whoever rounds it: a plan writing bf16 there writes it
+   * directly, any other's float32 sums are rounded after); a cuDNN plan (fused or not)
+   * writing bf16 for a float32 destination (widened after, exactly), a weight gradient
+   * in k chunks once each chunk's sum Sᵢ, 2⁻⁸ Σᵢ|Sᵢ| a weight at most, which in the
+   * 2-norm is 2⁻⁸ Σᵢ‖Sᵢ‖₂ = √k · 2⁻⁸ ‖S‖₂ where the chunks' sums are alike and
+   * independent, as the samples they sum are (the random signs' expectation
+   * √(1 + (2/π)(k − 1)) is less); im2col's input gradient through bf16 columns, which
+   * col2im sums (its one rounding before the destination's). */
+  double roundings = target16 ? 1.0 : 0.0;
+  gboolean plan = c->kind == TDM_CONV_CUDNN || c->kind == TDM_CONV_CUDNN_FUSED;
+  if (l->bf16 && plan && !c->float_out && !target16)
+    roundings += l->dir == TDM_CONV_WGRAD ? sqrt((double)MAX(c->chunks.count, 1)) : 1.0;
   if (l->bf16 && c->kind == TDM_CONV_IM2COL && l->dir == TDM_CONV_DGRAD)
-    roundings++;
+    roundings += 1.0;
   TdmConvRounding r = {
       .output = roundings > 0 ? roundings * TDM_CONV_UNIT_BF16 : TDM_CONV_UNIT_F32,
       /* TF32's products round the operands, cuBLAS's and cuDNN's each their own way. */
