@@ -13,7 +13,9 @@
  *   roundoff u (bf16 2⁻⁸, float32 2⁻²⁴) moves by at most u of itself, so the whole
  *   result by at most u in the 2-norm (a bound, not an estimate); the type is the
  *   narrowest the result passes through (a cuDNN plan writing bf16 that is widened
- *   after, im2col's bf16 columns of an input gradient, a bf16 destination);
+ *   after, im2col's bf16 columns of an input gradient, a bf16 destination), counted per
+ *   rounding on the way (a bf16 weight gradient summed in k chunks: √k of them,
+ *   tdm-backend-cuda-conv-candidates.c's tdm_conv_candidate_rounding());
  * - 2·u_op, its operands' rounding where candidates may round them differently: TF32's
  *   products keep 10 of a float's 23 fraction bits (truncated: 2⁻¹⁰ each operand). In
  *   a bf16 run every candidate reads the same bf16 operands (the layout's dy16 and w16,
