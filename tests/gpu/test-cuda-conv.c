@@ -10,8 +10,9 @@
  * test-cuda-conv-bf16.c (a bn normalized as the conv reads its input, operands the
  * layers around a conv store as bf16), test-cuda-conv-workspace.c (the choice within
  * the workspace budget, columns and bn inputs in chunks), test-cuda-conv-small.c
- * (the few-channel candidates) and test-cuda-conv-screen.c (the screen of the
- * candidates' results: a wrong one left out).
+ * (the few-channel candidates), test-cuda-conv-fused.c (cuDNN's fused bn prologue) and
+ * test-cuda-conv-screen.c (the screen of the candidates' results: a wrong one left
+ * out).
  *
  * Bounds: ||gpu − cpu|| / ||cpu|| against the float32 reference. float32 runs (no TF32,
  * no Winograd: tdm-backend-cuda-conv-cudnn.c refuses them) differ only in the order of the sums:
