@@ -37,11 +37,13 @@ screened_clear(Screened *s)
   g_free(s->cache);
 }
 
-/* A fresh bf16 backend and a fresh cache file at `path`: the backward as the replica
- * calls it, the result of direction dir within the bf16 bound of the CPU's. */
+/* A fresh bf16 backend and a fresh cache file at `path` (none before: every choice
+ * timed): the backward as the replica calls it, the result of direction dir within the
+ * bf16 bound of the CPU's. */
 static void
 screen_backward(const Problem *p, TdmConvDirection dir, const char *path, Screened *out)
 {
+  g_unlink(path);
   g_setenv("TANDEM_CONV_CACHE", path, TRUE);
   tdm_conv_cache_reset();
   g_autoptr(GError) error = NULL;
