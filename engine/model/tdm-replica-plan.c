@@ -25,8 +25,10 @@ tdm_replica_buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind,
     buf.output = out;
     buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   }
-  if (has_argmax(l))
+  if (has_argmax(l)) {
     buf.argmax = out;
+    buf.argmax_size = argmax_size(l);
+  }
   /* A whole convolution computes in float32: a bf16 run composes every one from
    * bf16 columns (tdm-replica-pass.c). */
   if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)) &&
@@ -486,7 +488,7 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
                  &conv_work);
   size_t per = (size_t)tdm_replica_infer_count(net) * tdm_replica_infer_floats(net) *
                    sizeof(float) +
-               tdm_replica_infer_argmax(net) * sizeof(int32_t) + net->classes * sizeof(float);
+               tdm_replica_infer_argmax_bytes(net) + net->classes * sizeof(float);
   if (tdm_conv_columns_bound(kind) > 0) {
     /* Columns in chunks no longer grow with the evaluation's chunk, which then stays
      * the training's shard (its inference buffers, beyond the training's activations

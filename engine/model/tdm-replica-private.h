@@ -548,6 +548,18 @@ has_argmax(const TdmLayer *l)
   return l->kind == TDM_LAYER_POOL || l->kind == TDM_LAYER_GLOBAL_MAX;
 }
 
+/* Bytes of an element of a max pool's argmax: a pool that does not tile runs as
+ * maxpool2d, whose argmax is the position within the window (a byte for windows of up to
+ * 256 positions: tdm_pool2d_argmax_size()); the tiling and global pools keep int32
+ * indices into their input. */
+static inline size_t
+argmax_size(const TdmLayer *l)
+{
+  return l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l)
+             ? tdm_pool2d_argmax_size(l->kernel)
+             : sizeof(int32_t);
+}
+
 /* A pool layer's geometry for maxpool2d / avgpool2d over n samples. */
 static inline TdmPool2d
 pool2d_of(const TdmLayer *l, int n)
@@ -600,7 +612,7 @@ training_pieces(const TdmLayerBuffers *buf, size_t cap)
   if (buf->projection > 0)
     bytes += arena_piece(cap * buf->projection * tdm_dtype_size(buf->projection_type));
   if (buf->argmax > 0)
-    bytes += arena_piece(cap * buf->argmax * sizeof(int32_t));
+    bytes += arena_piece(cap * buf->argmax * buf->argmax_size);
   return bytes;
 }
 
@@ -637,8 +649,9 @@ size_t tdm_replica_infer_bytes (const TdmNetwork *net, gboolean stores16);
 /* How many rotate: two, and one more for each level of residual blocks whose input
  * waits for its end. */
 int tdm_replica_infer_count (const TdmNetwork *net);
-/* Int32 per sample of the argmax scratch the inference pass's max pools write. */
-size_t tdm_replica_infer_argmax (const TdmNetwork *net);
+/* Bytes per sample of the argmax scratch the inference pass's max pools write (the
+ * widest pool's, each element argmax_size()). */
+size_t tdm_replica_infer_argmax_bytes (const TdmNetwork *net);
 /* Places the buffers above for eval_capacity samples, and the views' logits, in the
  * activation arena (r->arena, which holds tdm_replica_infer_bytes()), then lays out the
  * pass over them. */

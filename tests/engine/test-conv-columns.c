@@ -198,15 +198,18 @@ test_plan(void)
   g_assert_cmpuint(fp32.columns, ==, 74 * (size_t)903168 + 64 * MIB);
   /* The evaluation chunk of those rows: the training's shard, or fewer where its
    * inference buffers, which lie over the training's activations, would need more than
-   * they hold: at 224 px, 1,060,491,264 bytes of activations (the stem's conv and pool
+   * they hold: at 224 px, 983,420,928 bytes of activations (the stem's conv and pool
    * outputs bf16, its bn's none: 128 × 112×112×64 × 2 = 205,520,896 fewer than when the
-   * bn's was stored bf16, and 121 samples then) hold 101 samples' inference buffers (3 ×
-   * 112×112×64 floats, the pool's argmax, the logits: 10,440,608 bytes a sample). */
+   * bn's was stored bf16, and 121 samples then; the pool's argmax a byte, its window
+   * position, not an int32: 128 × 56×56×64 × 3 = 77,070,336 fewer, and 101 samples then)
+   * hold 99 samples' inference buffers (3 × 112×112×64 floats, the pool's argmax,
+   * 56×56×64 bytes, the logits: 9,838,496 bytes a sample). */
   g_assert_cmpint(tdm_replica_eval_capacity(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 500),
-                  ==, 1060491264 / 10440608);
-  g_assert_cmpint(1060491264 / 10440608, ==, 101);
+                  ==, 983420928 / (3 * 3211264 + 200704 + 4000));
+  g_assert_cmpint(983420928 / (3 * 3211264 + 200704 + 4000), ==, 99);
+  g_assert_cmpuint(983420928, ==, 1060491264 - 128 * 56 * 56 * 64 * 3);
   g_assert_cmpuint(tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 0).activations,
-                   ==, 1060491264);
+                   ==, 983420928);
   g_assert_cmpint(
       tdm_replica_eval_capacity(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 10000), ==,
       512);

@@ -140,7 +140,7 @@ test_bf16_resnet_preset(void)
       default:
         break;
       }
-      argmax += buf.argmax;
+      argmax += buf.argmax * buf.argmax_size;
     }
     g_assert_cmpuint(convs, ==, 8);
     g_assert_cmpuint(pools, ==, 3);
@@ -151,7 +151,7 @@ test_bf16_resnet_preset(void)
      * conv's float32 output, 28×28×32, is as wide), half the float32 buffers'. */
     g_assert_cmpuint(tdm_replica_infer_bytes(net, TRUE), ==, 28 * 28 * 64 * sizeof(uint16_t));
     g_assert_cmpuint(tdm_replica_infer_floats(net), ==, 28 * 28 * 64);
-    size_t sample = 784 * sizeof(float) + halves * sizeof(uint16_t) + argmax * sizeof(int32_t) +
+    size_t sample = 784 * sizeof(float) + halves * sizeof(uint16_t) + argmax +
                     (256 + 10 + 10) * sizeof(float);
     g_assert_cmpuint(sample, ==, 446864);
     TdmReplicaPlan p = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 512);
@@ -312,12 +312,14 @@ test_bf16_block_gradients(void)
      * logits (1,336,397,824 bytes) fewer; at 224 px the stem conv's output, its bn's
      * (112×112×64 each) and its pool's (56×56×64) as bf16: 128 × (2 × 802,816 +
      * 200,704) × 2 bytes fewer; and the stem bn's not at all (its pool normalizes as it
-     * reads): 128 × 802,816 × 2 fewer again. */
+     * reads): 128 × 802,816 × 2 fewer again; and the pool's argmax a byte an output (its
+     * position in the 3×3 window), not an int32: 128 × 56×56×64 × 3 fewer. */
     static const size_t totals[] = {
         2071893652 - 2 * 512 * (size_t)131072 - 402673664,
         4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
             128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
-            128 * (size_t)802816 * sizeof(uint16_t)};
+            128 * (size_t)802816 * sizeof(uint16_t) -
+            128 * (size_t)200704 * (sizeof(int32_t) - sizeof(uint8_t))};
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }

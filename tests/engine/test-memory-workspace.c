@@ -207,7 +207,7 @@ test_plan_breakdown(void)
           tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_BF16);
       by_kind[net->layers[i].kind] += cap * buf.output * tdm_dtype_size(buf.output_type);
       projections += cap * buf.projection * tdm_dtype_size(buf.projection_type);
-      argmax += cap * buf.argmax * sizeof(int32_t);
+      argmax += cap * buf.argmax * buf.argmax_size;
       bn_work += buf.bn_work * sizeof(float);
     }
     size_t input = cap * net->in_h * net->in_w * net->in_c * sizeof(float);
