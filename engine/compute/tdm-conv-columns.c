@@ -23,6 +23,14 @@ tdm_conv_budget(guint64 least)
   return MAX(twice, slack);
 }
 
+guint64
+tdm_conv_budget_beyond(guint64 least, guint64 reserved)
+{
+  reserved = MIN(reserved, least);
+  guint64 own = tdm_conv_budget(least - reserved);
+  return own > G_MAXUINT64 - reserved ? G_MAXUINT64 : reserved + own;
+}
+
 size_t
 tdm_conv_columns_bound(TdmBackendKind kind)
 {
@@ -58,15 +66,24 @@ tdm_conv_chunk_first(const TdmConvChunks *c, int i, int *m)
 }
 
 size_t
+tdm_conv_engine_reserved_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16)
+{
+  if (!bf16)
+    return 0;
+  size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
+  size_t w16_at = dir != TDM_CONV_FORWARD ? up(rows * out_c * 2, 16) : 0;
+  return up(w16_at + out_c * k * 2, ENGINE_ALIGN);
+}
+
+size_t
 tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16,
                              gboolean y16)
 {
   size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
-  size_t rows = (size_t)s->n * pixels;
   if (bf16) {
-    size_t w16_at = dir != TDM_CONV_FORWARD ? up(rows * out_c * 2, 16) : 0;
-    size_t scratch = up(w16_at + out_c * k * 2, ENGINE_ALIGN);
+    size_t scratch = tdm_conv_engine_reserved_bytes(s, dir, TRUE);
     int chunk = tdm_conv_chunk_samples(s->n, pixels * k * 2, TDM_CONV_CHUNK_BYTES);
     return scratch + (size_t)chunk * pixels * k * 2;
   }

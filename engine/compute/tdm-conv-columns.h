@@ -71,9 +71,25 @@ size_t tdm_conv_engine_im2col_bytes (const TdmConvShape *s, TdmConvDirection dir
 /* The most a convolution engine's candidate may need of the workspace when the least
  * any candidate of the call needs is `least` (tdm-backend-cuda-conv-budget.h): twice
  * that, or that and 64 MiB, whichever is more (cuDNN's plans differ by their own
- * workspace; columns are many times the operands). The memory plan's column workspace
- * is this of the most any call's column way needs, which is at least the call's least. */
+ * workspace; columns are many times the operands). */
 guint64 tdm_conv_budget (guint64 least);
+
+/* The budget of a call whose every candidate first takes `reserved` bytes of the
+ * workspace (the layout's reservations: the output gradient as bf16 in a bf16 backward,
+ * the weights' room): the reservations and tdm_conv_budget() of what the least-needing
+ * candidate takes beyond them, so that what all candidates hold alike is not doubled
+ * (the 224-px stem's weight gradient: 205.5 MB of output gradient before 20.6 MB of its
+ * own kernel's sums). reserved is taken as no more than least. The memory plan's column
+ * workspace is the most of this over the calls, with each call's column way as least
+ * (which is at least the call's least: the budget only grows with it). */
+guint64 tdm_conv_budget_beyond (guint64 least, guint64 reserved);
+
+/* The bytes every candidate of a call of shape s and direction dir takes from the
+ * workspace's start before its own scratch (tdm_conv_layout()'s reservations): in a
+ * bf16 run the output gradient as bf16 in backward and the weights' room, aligned to
+ * 256 bytes; nothing in a float32 run. */
+size_t tdm_conv_engine_reserved_bytes (const TdmConvShape *s, TdmConvDirection dir,
+                                       gboolean bf16);
 
 /* How the replica composes a conv itself (tdm-replica-conv.c), for
  * tdm_conv_replica_bytes(). */

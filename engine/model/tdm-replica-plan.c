@@ -324,12 +324,13 @@ composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean 
   return how;
 }
 
-/* What the column way of convolution s (of a layer with columns or not) takes of the
- * workspace on a backend that builds its columns in chunks, forward or backward (with
- * the input gradient where need_dx): the convolution engine's "im2col" candidate's need
- * or the replica's own composition's, whichever is more. */
+/* The most convolution s (of a layer with columns or not) may take of the workspace on
+ * a backend that builds its columns in chunks, forward or backward (with the input
+ * gradient where need_dx): the engine's budget (tdm_conv_budget_beyond(), beyond the
+ * call's reservations) of its column way's need, the convolution engine's "im2col"
+ * candidate's or the replica's own composition's, whichever is more. */
 static size_t
-chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
+chunked_call_bound(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
                    TdmPrecision precision, gboolean backward, gboolean need_dx)
 {
   gboolean bf16 = precision == TDM_PRECISION_BF16;
@@ -339,12 +340,12 @@ chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
   TdmConvComposition how = composition_of(s, columns, bf16, params16);
   size_t most =
       tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
-  if (!backward)
-    return MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_FORWARD, bf16, FALSE));
-  most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_WGRAD, bf16, FALSE));
-  if (need_dx)
+  /* Both directions of backward reserve the same (the output gradient, the weights). */
+  TdmConvDirection dir = backward ? TDM_CONV_WGRAD : TDM_CONV_FORWARD;
+  most = MAX(most, tdm_conv_engine_im2col_bytes(s, dir, bf16, FALSE));
+  if (backward && need_dx)
     most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE));
-  return most;
+  return (size_t)tdm_conv_budget_beyond(most, tdm_conv_engine_reserved_bytes(s, dir, bf16));
 }
 
 /* What the bf16 composition of a 1×1 conv of no padding takes of a CPU's workspace
@@ -362,12 +363,13 @@ one_by_one_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gbo
  * evaluating `eval_capacity` a chunk: 0 where no layer has columns or a whole
  * convolution's scratch. On a backend that builds whole columns (the CPU), the widest
  * layer's at the larger capacity, or the largest whole-convolution scratch. On one that
- * builds them in chunks (a GPU, tdm-conv-columns.h), the convolution engine's budget
- * (tdm_conv_budget()) of the most any layer's column way takes, forward at the larger
- * capacity, backward (the output gradient as bf16 kept whole beside a chunk of columns)
- * at the training's: every call's least-needing candidate needs no more than its column
- * way, so no candidate the engine may choose needs more (the replica's columns_limit is
- * the engine's work_limit, and the replica's own composition is the column way).
+ * builds them in chunks (a GPU, tdm-conv-columns.h), the most of the convolution
+ * engine's budgets (tdm_conv_budget_beyond(), beyond each call's reservations) of each
+ * call's column way, forward at the larger capacity, backward (the output gradient as
+ * bf16 kept whole beside a chunk of columns) at the training's: every call's
+ * least-needing candidate needs no more than its column way, so no candidate the engine
+ * may choose, or time while choosing, needs more (the replica's columns_limit is the
+ * engine's work_limit, and the replica's own composition is the column way).
  * Float32 outputs in a float32 run: no bf16 output is staged. */
 size_t
 tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
@@ -392,20 +394,18 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
     }
     return need;
   }
-  size_t need = conv_work * sizeof(float);
+  size_t need = conv_work > 0 ? (size_t)tdm_conv_budget(conv_work * sizeof(float)) : 0;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
     TdmConvShape s;
     if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, FALSE, FALSE));
+      need = MAX(need, chunked_call_bound(&s, buf.columns > 0, kind, precision, FALSE, FALSE));
     /* The network's first layer passes no gradient on. */
     if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, TRUE, i > 0));
+      need = MAX(need, chunked_call_bound(&s, buf.columns > 0, kind, precision, TRUE, i > 0));
   }
   /* No layer with columns, a whole convolution's scratch or a bf16 1×1 conv: none. */
-  if (need == 0)
-    return 0;
-  return (size_t)tdm_conv_budget(need);
+  return need;
 }
 
 /* A block's skip gradient lives from the walk back reaching its end to reaching its

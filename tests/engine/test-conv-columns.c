@@ -155,15 +155,19 @@ test_bytes(void)
                    73728 + (size_t)65536 * 576 * 2);
 }
 
-/* The plan's column workspace on a GPU in bf16: the engine's budget (twice, or 64 MiB
- * more) of the most any layer's column way takes, which every call's least-needing
- * candidate needs no more than. 224 px, batch 128 (evaluation chunks of 128): the most
- * is the stem's weight gradient, its output gradient as bf16 and 18 samples' columns
- * (test_bytes): 271,922,688 bytes, 543,845,376 with the budget, where the whole batch's
- * float32 columns at the larger capacity were 1,010,494,464 at chunks of 137. 32 px,
- * batch 512: a 3×3 layer of 64 channels at 32 × 32 in backward, its output gradient as
- * bf16 (67,108,864), the weights' room (73,728) and 56 samples' columns (1,179,648 bytes
- * each): 133,242,880 bytes, 266,485,760 with the budget, where the whole columns were
+/* The plan's column workspace on a GPU in bf16: the most of the engine's budgets of each
+ * call's column way, which the call's least-needing candidate needs no more than: beyond
+ * the call's reservations (its output gradient as bf16 in backward, the weights' room),
+ * twice what the column way takes, or that and 64 MiB. 224 px, batch 128 (evaluation
+ * chunks of 128): the most is the stem's weight gradient, its output gradient as bf16
+ * and the weights' room (205,539,840 aligned) and 18 samples' columns (66,382,848:
+ * test_bytes), 271,922,688 bytes: 205,539,840 + 66,382,848 + 64 MiB = 339,031,552 with
+ * the budget (543,845,376 when the budget doubled the reservations too), where the whole
+ * batch's float32 columns at the larger capacity were 1,010,494,464 at chunks of 137.
+ * 32 px, batch 512: a 3×3 layer of 64 channels at 32 × 32 in backward, its output
+ * gradient as bf16 (67,108,864) and the weights' room (73,728), then 56 samples' columns
+ * (1,179,648 bytes each, 66,060,288): 133,242,880 bytes, 67,182,592 + 66,060,288 + 64 MiB
+ * = 200,351,744 with the budget (266,485,760 before), where the whole columns were
  * 1,274,019,840 at chunks of 540. The CPU keeps the whole batch's float32 columns. */
 static void
 test_plan(void)
@@ -174,7 +178,9 @@ test_plan(void)
   g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
   g_assert_no_error(error);
   TdmReplicaPlan gpu = tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
-  g_assert_cmpuint(gpu.columns, ==, 2 * (size_t)271922688);
+  g_assert_cmpuint(gpu.columns, ==, 205539840 + 66382848 + 64 * MIB);
+  g_assert_cmpuint(205539840 + 66382848, ==, 271922688);
+  g_assert_cmpuint(tdm_conv_budget_beyond(271922688, 205539840), ==, 339031552);
   g_assert_cmpuint(tdm_conv_budget(271922688), ==, 2 * (size_t)271922688);
   TdmReplicaPlan cpu = tdm_replica_plan(tv, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 128, 128);
   g_assert_cmpuint(cpu.columns, ==, (size_t)128 * 12544 * 147 * 4);
@@ -184,7 +190,8 @@ test_plan(void)
                    ==, gpu.columns);
   TdmReplicaPlan small =
       tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 512);
-  g_assert_cmpuint(small.columns, ==, 2 * (size_t)133242880);
+  g_assert_cmpuint(small.columns, ==, 67182592 + 66060288 + 64 * MIB);
+  g_assert_cmpuint(67182592 + 66060288, ==, 133242880);
   g_test_message(
       "column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
       "columns %zu), 32 px b512 %zu bytes (%zu)",

@@ -338,8 +338,11 @@ test_bn_input_chunks(void)
     int forward_admitted = 0;
     for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir += 2) {
       g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(gpu_bf16, &d.a, dir);
-      /* The most the engine lets a candidate need: the chunked columns' budget. */
-      guint64 budget = tdm_conv_budget(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"));
+      /* The most the engine lets a candidate need: the chunked columns' budget, beyond
+       * the reservations every candidate of the call holds (tdm_conv_budget_beyond()). */
+      guint64 budget =
+          tdm_conv_budget_beyond(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"),
+                                 tdm_conv_engine_reserved_bytes(&d.a.shape, dir, TRUE));
       int chunked = 0, admitted = 0;
       for (guint k = 0; k < names->len; k++) {
         const char *name = g_ptr_array_index(names, k);
