@@ -136,7 +136,8 @@ typedef struct {
    * once from the float32 sum, as to_bf16 rounds) and y is not written. */
   uint16_t *y16;
   /* Backward: the output gradient, float32; or, when dy16 is not NULL, as bf16 at dy16
-   * (inside work, which the engine then leaves alone there) and dy is not read. */
+   * (at work's start, which the engine then leaves alone, or outside work, 16-byte
+   * aligned: no room is reserved for it then) and dy is not read. */
   const float *dy;
   const uint16_t *dy16;
   float *dx;                  /* backward: the input gradient, written; NULL: none wanted */
@@ -518,8 +519,8 @@ void tdm_backend_bn_backward_dx (TdmBackend *b, float *dx, const void *dy, TdmDt
                                  float inv_count, int rows, int channels);
 /* The same dx rounded to bfloat16 as to_bf16 rounds, the same bits as bn_backward_dx
  * then to_bf16, in one pass: the output gradient of a convolution whose products
- * read it as bf16 (--precision bf16), never written as float32. Only where
- * tdm_backend_has_bn_backward_dx_bf16(); elsewhere it fails. */
+ * read it as bf16 (--precision bf16), never written as float32. dx == dy allowed where
+ * dy is bf16. Only where tdm_backend_has_bn_backward_dx_bf16(); elsewhere it fails. */
 void tdm_backend_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const void *dy,
                                       TdmDtype dy_type, const void *x, TdmDtype x_type,
                                       const float *mean, const float *invstd, const float *gamma,

@@ -66,24 +66,25 @@ tdm_conv_chunk_first(const TdmConvChunks *c, int i, int *m)
 }
 
 size_t
-tdm_conv_engine_reserved_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16)
+tdm_conv_engine_reserved_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16,
+                               gboolean dy16_outside)
 {
   if (!bf16)
     return 0;
   size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
-  size_t w16_at = dir != TDM_CONV_FORWARD ? up(rows * out_c * 2, 16) : 0;
+  size_t w16_at = dir != TDM_CONV_FORWARD && !dy16_outside ? up(rows * out_c * 2, 16) : 0;
   return up(w16_at + out_c * k * 2, ENGINE_ALIGN);
 }
 
 size_t
 tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16,
-                             gboolean y16)
+                             gboolean y16, gboolean dy16_outside)
 {
   size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
   if (bf16) {
-    size_t scratch = tdm_conv_engine_reserved_bytes(s, dir, TRUE);
+    size_t scratch = tdm_conv_engine_reserved_bytes(s, dir, TRUE, dy16_outside);
     int chunk = tdm_conv_chunk_samples(s->n, pixels * k * 2, TDM_CONV_CHUNK_BYTES);
     return scratch + (size_t)chunk * pixels * k * 2;
   }
@@ -113,7 +114,7 @@ tdm_conv_replica_bytes(const TdmConvShape *s, const TdmConvComposition *how, gbo
     return cols32;
   int chunk16 = tdm_conv_chunk_samples(s->n, pixels * k * sizeof(uint16_t), bound);
   size_t halves = (size_t)chunk16 * pixels * k;
-  if (backward)
+  if (backward && !how->dy16_outside)
     halves += rows * out_c;
   gboolean dx16 = need_dx && how->bf16_dx;
   if (!how->params16 && (!backward || dx16))

@@ -64,9 +64,11 @@ tdm_conv_advanced (const void *p, TdmDtype t, size_t count)
  * workspace aligned to 256 bytes as the device's allocations are), in a bf16 run (bf16
  * columns after the layout's reservations: the output gradient as bf16 in backward, the
  * weights' room) or a float32 one (float32 columns, none for a 1×1 conv of stride 1,
- * and the float32 product staged where a forward writes y16). */
+ * and the float32 product staged where a forward writes y16). dy16_outside: a bf16
+ * backward whose caller holds the output gradient as bf16 outside the workspace
+ * (tdm_conv_engine_reserved_bytes()). */
 size_t tdm_conv_engine_im2col_bytes (const TdmConvShape *s, TdmConvDirection dir,
-                                     gboolean bf16, gboolean y16);
+                                     gboolean bf16, gboolean y16, gboolean dy16_outside);
 
 /* The most a convolution engine's candidate may need of the workspace when the least
  * any candidate of the call needs is `least` (tdm-backend-cuda-conv-budget.h): twice
@@ -86,10 +88,11 @@ guint64 tdm_conv_budget_beyond (guint64 least, guint64 reserved);
 
 /* The bytes every candidate of a call of shape s and direction dir takes from the
  * workspace's start before its own scratch (tdm_conv_layout()'s reservations): in a
- * bf16 run the output gradient as bf16 in backward and the weights' room, aligned to
- * 256 bytes; nothing in a float32 run. */
+ * bf16 run the output gradient as bf16 in backward (not where the caller gives it
+ * outside the workspace: dy16_outside) and the weights' room, aligned to 256 bytes;
+ * nothing in a float32 run. */
 size_t tdm_conv_engine_reserved_bytes (const TdmConvShape *s, TdmConvDirection dir,
-                                       gboolean bf16);
+                                       gboolean bf16, gboolean dy16_outside);
 
 /* How the replica composes a conv itself (tdm-replica-conv.c), for
  * tdm_conv_replica_bytes(). */
@@ -99,12 +102,16 @@ typedef struct {
   gboolean bf16_dx;      /* the input gradient through bf16 columns
                           * (tdm_replica_conv_bf16_dx()) */
   gboolean params16;     /* the replica keeps its weights as bf16 (no room for them) */
+  gboolean dy16_outside; /* backward: the output gradient as bf16 lies outside the
+                          * workspace (the bn after the conv wrote it in place,
+                          * tdm-replica-private.h's bn_dx_in_place()) */
 } TdmConvComposition;
 
 /* The bytes of the workspace the replica's own composition takes for a call of shape s
  * (forward, or backward with or without the input gradient) in chunks of `bound`
  * bytes of columns: its chunk of columns (bf16 after the whole output gradient as bf16
- * in backward, and the bf16 weights after them where the replica keeps none; float32
+ * in backward where it lies in the workspace, and the bf16 weights after them where the
+ * replica keeps none; float32
  * otherwise, and for an input gradient that does not go the bf16 way). */
 size_t tdm_conv_replica_bytes (const TdmConvShape *s, const TdmConvComposition *how,
                                gboolean backward, gboolean need_dx, size_t bound);

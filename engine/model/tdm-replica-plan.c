@@ -310,7 +310,8 @@ conv_call_of(const TdmNetwork *net, int i, const TdmLayerBuffers *buf, int n, Td
  * whose replica keeps params16 or not: a 1×1 conv of no padding on bf16 operands in a
  * bf16 run, its columns its input (conv_bf16_columns()). */
 static TdmConvComposition
-composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean params16)
+composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean params16,
+               gboolean dy16_outside)
 {
   size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
@@ -320,32 +321,38 @@ composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean 
       .bf16 = bf16 && (one || (columns && out_c <= k && (params16 || out_c <= rows))),
       .bf16_dx = params16 || rows * out_c + out_c * k <= rows * k,
       .params16 = params16,
+      .dy16_outside = dy16_outside,
   };
   return how;
 }
 
 /* The most convolution s (of a layer with columns or not) may take of the workspace on
  * a backend that builds its columns in chunks, forward or backward (with the input
- * gradient where need_dx): the engine's budget (tdm_conv_budget_beyond(), beyond the
- * call's reservations) of its column way's need, the convolution engine's "im2col"
- * candidate's or the replica's own composition's, whichever is more. */
+ * gradient where need_dx, and its output gradient as bf16 outside the workspace where
+ * dy16_outside): the engine's budget (tdm_conv_budget_beyond(), beyond the call's
+ * reservations) of its column way's need, the convolution engine's "im2col" candidate's
+ * or the replica's own composition's, whichever is more. */
 static size_t
 chunked_call_bound(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
-                   TdmPrecision precision, gboolean backward, gboolean need_dx)
+                   TdmPrecision precision, gboolean backward, gboolean need_dx,
+                   gboolean dy16_outside)
 {
   gboolean bf16 = precision == TDM_PRECISION_BF16;
   /* tdm_replica_conv_bf16() and _bf16_dx() for this replica: a bf16 one keeps params16
    * (tdm_replica_params16_bytes()). */
   gboolean params16 = bf16;
-  TdmConvComposition how = composition_of(s, columns, bf16, params16);
+  dy16_outside = dy16_outside && backward && bf16;
+  TdmConvComposition how = composition_of(s, columns, bf16, params16, dy16_outside);
   size_t most =
       tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
   /* Both directions of backward reserve the same (the output gradient, the weights). */
   TdmConvDirection dir = backward ? TDM_CONV_WGRAD : TDM_CONV_FORWARD;
-  most = MAX(most, tdm_conv_engine_im2col_bytes(s, dir, bf16, FALSE));
+  most = MAX(most, tdm_conv_engine_im2col_bytes(s, dir, bf16, FALSE, dy16_outside));
   if (backward && need_dx)
-    most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE));
-  return (size_t)tdm_conv_budget_beyond(most, tdm_conv_engine_reserved_bytes(s, dir, bf16));
+    most = MAX(most,
+               tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE, dy16_outside));
+  return (size_t)tdm_conv_budget_beyond(
+      most, tdm_conv_engine_reserved_bytes(s, dir, bf16, dy16_outside));
 }
 
 /* What the bf16 composition of a 1×1 conv of no padding takes of a CPU's workspace
@@ -355,7 +362,7 @@ one_by_one_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gbo
 {
   if (s->kernel != 1 || s->pad != 0)
     return 0;
-  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE);
+  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE, FALSE);
   return tdm_conv_replica_bytes(s, &how, backward, need_dx, 0);
 }
 
@@ -399,10 +406,16 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
     TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
     TdmConvShape s;
     if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
-      need = MAX(need, chunked_call_bound(&s, buf.columns > 0, kind, precision, FALSE, FALSE));
-    /* The network's first layer passes no gradient on. */
+      need = MAX(need,
+                 chunked_call_bound(&s, buf.columns > 0, kind, precision, FALSE, FALSE, FALSE));
+    /* The network's first layer passes no gradient on; where the bn after it wrote its
+     * output gradient in place in the gradient region (bn_dx_in_place()), its workspace
+     * holds none. */
+    gboolean dy16_outside = i == 0 && net->layer_count > 1 &&
+                            bn_dx_in_place(net, 1, stores16, precision == TDM_PRECISION_BF16);
     if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s))
-      need = MAX(need, chunked_call_bound(&s, buf.columns > 0, kind, precision, TRUE, i > 0));
+      need = MAX(need, chunked_call_bound(&s, buf.columns > 0, kind, precision, TRUE, i > 0,
+                                          dy16_outside));
   }
   /* No layer with columns, a whole convolution's scratch or a bf16 1×1 conv: none. */
   return need;

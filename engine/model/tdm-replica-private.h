@@ -51,7 +51,7 @@ void tdm_replica_conv_forward (TdmReplica *r, float *y, uint16_t *y16, const voi
                                const float *w, int n, int in_h, int in_w, int in_c, int out_c,
                                int kernel, int pad, int stride, int out_h, int out_w);
 TdmDtype tdm_replica_conv_backward (TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
-                                    const float *dy, gboolean dy16_ready, const void *x,
+                                    const float *dy, const uint16_t *dy16, const void *x,
                                     TdmDtype x_type, const BnGather *bn, float *col, float *work,
                                     const float *w, int n, int in_h, int in_w, int in_c,
                                     int out_c, int kernel, int pad, int stride, int out_h,
@@ -194,6 +194,24 @@ bn_dx_to_conv(const TdmNetwork *net, int i, gboolean bn16)
     return FALSE;
   const TdmLayer *conv = &net->layers[i - 1];
   return conv_bf16_columns(net, conv) && conv->bias_count == 0 && !conv->fused_relu;
+}
+
+/* Whether bn layer i writes that bf16 gradient (bn_dx_to_conv()) in place over its own
+ * output gradient in the gradient region, not at the workspace's start: where the conv
+ * before it is the network's first layer (it passes no gradient on: nothing else is
+ * written while it reads) and the max pool after the bn, one that does not tile, wrote
+ * the bn's output gradient there as bf16 of the same shape (pool_dx_bf16(); the pool's
+ * input gradient is always in the region): torchvision's stem. bn_backward_dx_bf16 reads
+ * each element before it writes it. The conv's backward reads it there, and the
+ * workspace holds no copy of it (205.5 MB at 224 px, batch 128). */
+static inline gboolean pool_dx_bf16(const TdmNetwork *net, int i, gboolean stores16);
+
+static inline gboolean
+bn_dx_in_place(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
+{
+  return i == 1 && bn_dx_to_conv(net, i, bn16) && i + 1 < net->layer_count &&
+         net->layers[i + 1].kind == TDM_LAYER_POOL &&
+         !tdm_layer_pool_tiles(&net->layers[i + 1]) && pool_dx_bf16(net, i + 1, stores16);
 }
 
 /* Whether bn layer i, with a ReLU of its own, has no buffer in training because the

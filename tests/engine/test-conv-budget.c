@@ -74,7 +74,7 @@ select_needs(const Shape *s, gboolean backward, const guint64 *needs, guint coun
   TdmConvShape shape = {(int)s->n, (int)s->h, (int)s->w, (int)s->c, (int)s->out_c,
                         (int)s->kernel, (int)s->pad, (int)s->stride};
   guint64 held = tdm_conv_engine_reserved_bytes(
-      &shape, backward ? TDM_CONV_WGRAD : TDM_CONV_FORWARD, TRUE);
+      &shape, backward ? TDM_CONV_WGRAD : TDM_CONV_FORWARD, TRUE, FALSE);
   /* The alignment adds less than 512 bytes to this test's count of them. */
   g_assert_cmpuint(held, >=, reserved(s, backward));
   g_assert_cmpuint(held, <, reserved(s, backward) + 512);
@@ -116,7 +116,7 @@ test_beyond_reservations(void)
 {
   Shape stem = {128, 224, 224, 3, 64, 7, 3, 2};
   TdmConvShape shape = {128, 224, 224, 3, 64, 7, 3, 2};
-  guint64 held = tdm_conv_engine_reserved_bytes(&shape, TDM_CONV_WGRAD, TRUE);
+  guint64 held = tdm_conv_engine_reserved_bytes(&shape, TDM_CONV_WGRAD, TRUE, FALSE);
   g_assert_cmpuint(held, ==, 205539840);
   g_assert_cmpuint(held, ==, (128 * 112 * 112 * 64 * 2 + 64 * 147 * 2 + 255) / 256 * 256);
   guint64 own = 226101760, padded = held + stem.n * stem.h * stem.w * 8 * 2;

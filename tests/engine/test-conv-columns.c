@@ -115,15 +115,15 @@ static void
 test_bytes(void)
 {
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TRUE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TRUE, FALSE, FALSE), ==,
                    18944 + 66382848);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE, FALSE), ==,
                    205539840 + 66382848);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, FALSE, FALSE), ==,
                    9 * (size_t)12544 * 147 * 4);
   /* A float32 forward that writes bf16 stages the chunk's float32 product after the
    * columns: 6 samples of 7,375,872 + 3,211,264 bytes. */
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, TRUE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, TRUE, FALSE), ==,
                    6 * (size_t)7375872 + 6 * (size_t)3211264);
   TdmConvComposition how = {.columns = TRUE, .bf16 = TRUE, .bf16_dx = TRUE, .params16 = TRUE};
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, 64 * MIB), ==, 66382848);
@@ -134,7 +134,7 @@ test_bytes(void)
                    (size_t)128 * 12544 * 147 * 2);
 
   TdmConvShape layer = {128, 56, 56, 64, 64, 3, 1, 1};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer, TDM_CONV_DGRAD, TRUE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer, TDM_CONV_DGRAD, TRUE, FALSE, FALSE), ==,
                    51380224 + 73728 + 18 * (size_t)3612672);
   /* Float32 columns for an input gradient that is not bf16's way: the larger of the two
    * layouts. */
@@ -146,12 +146,12 @@ test_bytes(void)
   TdmConvShape direct = {128, 56, 56, 64, 256, 1, 0, 1};
   TdmConvComposition none = {.columns = FALSE};
   g_assert_cmpuint(tdm_conv_replica_bytes(&direct, &none, TRUE, TRUE, 64 * MIB), ==, 0);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE, FALSE), ==,
                    32768 + 128 * (size_t)401408);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE, FALSE), ==,
                    0);
   TdmConvShape wide = {3, 256, 256, 64, 64, 3, 1, 1};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE, FALSE), ==,
                    73728 + (size_t)65536 * 576 * 2);
 }
 
@@ -159,11 +159,16 @@ test_bytes(void)
  * call's column way, which the call's least-needing candidate needs no more than: beyond
  * the call's reservations (its output gradient as bf16 in backward, the weights' room),
  * twice what the column way takes, or that and 64 MiB. 224 px, batch 128 (evaluation
- * chunks of 128): the most is the stem's weight gradient, its output gradient as bf16
- * and the weights' room (205,539,840 aligned) and 18 samples' columns (66,382,848:
- * test_bytes), 271,922,688 bytes: 205,539,840 + 66,382,848 + 64 MiB = 339,031,552 with
- * the budget (543,845,376 when the budget doubled the reservations too), where the whole
- * batch's float32 columns at the larger capacity were 1,010,494,464 at chunks of 137.
+ * chunks of 128): the stem's weight gradient reserves only the weights' room (18,944
+ * aligned: its output gradient as bf16 stays in the gradient region, where its bn wrote
+ * it in place, bn_dx_in_place()), then 18 samples' columns (66,382,848: test_bytes):
+ * 18,944 + 66,382,848 + 64 MiB = 133,510,656 with the budget (with its output gradient
+ * in the workspace, 205,539,840 + 66,382,848 + 64 MiB = 339,031,552; 543,845,376 when the
+ * budget doubled the reservations too). The most is now a layer1 3×3 conv's backward
+ * (56 × 56 × 64, batch 128): its output gradient as bf16 and the weights' room
+ * (51,380,224 + 73,728), 18 samples' columns (56·56·576·2 = 3,612,672 each) and 64 MiB:
+ * 51,453,952 + 65,028,096 + 67,108,864 = 183,590,912; where the whole batch's float32
+ * columns at the larger capacity were 1,010,494,464 at chunks of 137.
  * 32 px, batch 512: a 3×3 layer of 64 channels at 32 × 32 in backward, its output
  * gradient as bf16 (67,108,864) and the weights' room (73,728), then 56 samples' columns
  * (1,179,648 bytes each, 66,060,288): 133,242,880 bytes, 67,182,592 + 66,060,288 + 64 MiB
@@ -178,9 +183,16 @@ test_plan(void)
   g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
   g_assert_no_error(error);
   TdmReplicaPlan gpu = tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
-  g_assert_cmpuint(gpu.columns, ==, 205539840 + 66382848 + 64 * MIB);
+  g_assert_cmpuint(gpu.columns, ==, 51453952 + 65028096 + 64 * MIB);
+  g_assert_cmpuint(51453952, ==, (128 * 56 * 56 * 64 * 2 + 64 * 576 * 2 + 255) / 256 * 256);
+  g_assert_cmpuint(65028096, ==, 18 * 56 * 56 * 576 * 2);
   g_assert_cmpuint(205539840 + 66382848, ==, 271922688);
   g_assert_cmpuint(tdm_conv_budget_beyond(271922688, 205539840), ==, 339031552);
+  TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
+  g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&stem, TDM_CONV_WGRAD, TRUE, TRUE), ==, 18944);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE, TRUE), ==,
+                   18944 + 66382848);
+  g_assert_cmpuint(tdm_conv_budget_beyond(18944 + 66382848, 18944), ==, 133510656);
   g_assert_cmpuint(tdm_conv_budget(271922688), ==, 2 * (size_t)271922688);
   TdmReplicaPlan cpu = tdm_replica_plan(tv, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 128, 128);
   g_assert_cmpuint(cpu.columns, ==, (size_t)128 * 12544 * 147 * 4);
