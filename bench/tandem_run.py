@@ -12,7 +12,7 @@ chosen candidate's time as the engine measured it while choosing (CUDA events, t
 mean of 3 runs after one to warm up, in the pre-warm), not its time inside a step;
 a choice read back from the cache says "untimed" with 0 ms, and the cache file has
 the time it was chosen with. The `started` event counts the choices by kind
-(`conv_choices`: cudnn, own, im2col).
+(`conv_choices`: cudnn_fused, cudnn, own, im2col).
 """
 import json
 import re

@@ -532,6 +532,28 @@ tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels, f
   return tdm_k_launched();
 }
 
+/* The training forward's per-channel affine map (bn-value.cuh's bn_train_affine), for a
+ * consumer that applies it itself: cuDNN's fused prologue. */
+__global__ void
+bn_affine_kernel(float *scale, float *shift, const float *mean, const float *invstd,
+                 const float *gamma, const float *beta, int channels)
+{
+  int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch < channels)
+    bn_train_affine(ch, mean, invstd, gamma, beta, &scale[ch], &shift[ch]);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_affine(float *scale, float *shift, const float *mean, const float *invstd,
+                const float *gamma, const float *beta, int channels, cudaStream_t stream)
+{
+  if (channels <= 0)
+    return cudaSuccess;
+  bn_affine_kernel<<<tdm_k_blocks((size_t)channels, TDM_K_THREADS), TDM_K_THREADS, 0,
+                     stream>>>(scale, shift, mean, invstd, gamma, beta, channels);
+  return tdm_k_launched();
+}
+
 /* The elementwise passes (forward, input gradient) own channels as the sums do: a
  * thread keeps V channels' coefficients in registers and walks rows, so that no
  * element divides its index by the channel count or reloads its channel's

@@ -222,6 +222,12 @@ cudaError_t tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, in
 cudaError_t tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels,
                            float eps, float momentum, float *running_mean,
                            float *running_var, cudaStream_t stream);
+/* The training forward as a per-channel map, scale = invstd·γ and shift = β − mean·scale
+ * (the bits bn_forward applies): for cuDNN's fused prologue, which computes
+ * x·scale + shift itself. */
+cudaError_t tdm_k_bn_affine(float *scale, float *shift, const float *mean, const float *invstd,
+                            const float *gamma, const float *beta, int channels,
+                            cudaStream_t stream);
 cudaError_t tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mean,
                              const float *invstd, const float *gamma, const float *beta,
                              int rows, int channels, bool relu, cudaStream_t stream);

@@ -159,9 +159,10 @@ typedef struct {
 } TdmConvArgs;
 
 /* How many of a backend's convolution choices (shape × direction) went to each kind of
- * candidate (conv_choices). */
+ * candidate (conv_choices): cuDNN's fused graphs (a bn applied as the conv reads its
+ * input), cuDNN's plain plans, our own kernels, im2col. */
 typedef struct {
-  int cudnn, own, im2col;
+  int cudnn, own, im2col, cudnn_fused;
 } TdmConvChoices;
 
 /* Per-channel x · mul + add, for at most four channels (grey, RGB). */

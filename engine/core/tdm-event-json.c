@@ -130,9 +130,10 @@ tdm_event_to_json(const TdmEvent *ev)
       tdm_json_set_string(b, "init", s->init_report);
     tdm_json_set_int(b, "prewarm_steps", s->prewarm_steps);
     tdm_json_set_double(b, "prewarm_seconds", s->prewarm_seconds);
-    if (s->conv_cudnn + s->conv_own + s->conv_im2col > 0) {
+    if (s->conv_cudnn_fused + s->conv_cudnn + s->conv_own + s->conv_im2col > 0) {
       json_builder_set_member_name(b, "conv_choices");
       json_builder_begin_object(b);
+      tdm_json_set_int(b, "cudnn_fused", s->conv_cudnn_fused);
       tdm_json_set_int(b, "cudnn", s->conv_cudnn);
       tdm_json_set_int(b, "own", s->conv_own);
       tdm_json_set_int(b, "im2col", s->conv_im2col);

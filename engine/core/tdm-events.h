@@ -65,7 +65,7 @@ typedef struct {
   /* The convolution engines' choices after the pre-warm, summed over the replicas:
    * shapes × directions that went to cuDNN, to Tandem's own kernels, to im2col with a
    * GEMM (all 0 where no backend has an engine: the CPU). */
-  int conv_cudnn, conv_own, conv_im2col;
+  int conv_cudnn, conv_own, conv_im2col, conv_cudnn_fused;
 } TdmStartedEvent;
 
 /* What the GPU replicas' column workspace is sized by in a memory event: no engine

@@ -113,10 +113,11 @@ tdm_trainer_emit_started(TdmTrainer *t)
     s->conv_cudnn += c.cudnn;
     s->conv_own += c.own;
     s->conv_im2col += c.im2col;
+    s->conv_cudnn_fused += c.cudnn_fused;
   }
-  if (s->conv_cudnn + s->conv_own + s->conv_im2col > 0)
-    g_info("conv choices: %d cudnn, %d own, %d im2col", s->conv_cudnn, s->conv_own,
-           s->conv_im2col);
+  if (s->conv_cudnn_fused + s->conv_cudnn + s->conv_own + s->conv_im2col > 0)
+    g_info("conv choices: %d cudnn-fused, %d cudnn, %d own, %d im2col", s->conv_cudnn_fused,
+           s->conv_cudnn, s->conv_own, s->conv_im2col);
   tdm_trainer_emit(t, &e);
 }
 

@@ -121,7 +121,8 @@ header = re.search(r'#define CACHE_HEADER "([^"]+)"', open(os.path.join(
 
 
 def key(d, n, h, c, o, k, p, s, *flags):
-    """A key as key_of() writes it: the flags in their places (bn, x16, y16, dx16, exact)."""
+    """A key as key_of() writes it: the flags in their places (bn, linear, x16, y16, dx16,
+    exact)."""
     slots = key_fmt.count("%") - 10
     return key_fmt % ((d, n, h, h, c, o, k, p, s, "bf16") + flags + ("",) * (slots - len(flags)))
 
@@ -130,22 +131,25 @@ k1 = key("fwd", 512, 32, 64, 64, 3, 1, 1, "", " x16")
 k2 = key("wgrad", 512, 32, 3, 64, 3, 1, 1)
 k3 = key("dgrad", 512, 16, 128, 128, 3, 1, 1, "", "", "", " dx16")
 k4 = key("fwd", 1000, 32, 64, 64, 3, 1, 1, "", " x16")  # an evaluation chunk: left out
+k5 = key("fwd", 512, 16, 128, 128, 3, 1, 1, " bn", "", " x16", " y16")  # cuDNN's fused
 prefix = "Tandem-Compute-DEBUG: 03:30:00.123: "
 lines = [prefix + line_fmt % ("cuda:0", k2, "im2col", 0.0, ", untimed"),
          prefix + line_fmt % ("cuda:0", k1, "cudnn:e62:r0:h", 0.1, ""),
          prefix + line_fmt % ("cuda:0", k4, "own", 0.2, ""),
          # GLib in a locale that is not UTF-8 writes the arrow as "?".
          (prefix + line_fmt % ("cuda:0", k3, "own", 0.0, ", untimed")).replace("→", "?"),
-         prefix + line_fmt % ("cuda:0", k2, "cudnn:e33:r0:h", 0.25, "")]
+         prefix + line_fmt % ("cuda:0", k2, "cudnn:e33:r0:h", 0.25, ""),
+         prefix + line_fmt % ("cuda:0", k5, "cudnn-fused:e5:r1:h", 0.05, "")]
 cache = os.path.join(tmp, "cache.txt")
 with open(cache, "w", encoding="utf-8") as f:
     f.write(f"{header}\n{k3}\town\t0.040000\nworkspace 0123\t4096\t0.000000\n")
 got = tandem_run.conv_choices(lines, 512, tandem_run.cache_times(cache))
 flop = 2.0 * 512 * 32 * 32 * 64 * 64 * 9
 want = [(k2, "cudnn:e33:r0:h", 0.25, True), (k1, "cudnn:e62:r0:h", 0.1, True),
-        (k3, "own", 0.04, False)]
+        (k3, "own", 0.04, False), (k5, "cudnn-fused:e5:r1:h", 0.05, True)]
 check([(c["key"], c["name"], c["ms"], c["timed"]) for c in got] == want and
       got[1]["flags"] == ["x16"] and got[2]["flags"] == ["dx16"] and
+      got[3]["flags"] == ["bn", "x16", "y16"] and
       abs(got[1]["tflops"] - flop / 0.1 / 1e9) < 1e-6 and
       (got[1]["n"], got[1]["h"], got[1]["c"], got[1]["o"], got[1]["k"]) == (512, 32, 64, 64, 3),
       "conv choices: the engine's lines (in a C locale too), the timed choice over an "

@@ -82,7 +82,7 @@ test_written_beside(void)
   tdm_conv_cache_store(MODEL, LINE, "cudnn:e7:r0:f", 0.012);
   tdm_conv_cache_store(MODEL, "wgrad n2", "own:dgrad", 0.5);
   g_autofree char *text = contents(path);
-  g_assert_cmpstr(text, ==, "tandem-conv-choices 3\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
+  g_assert_cmpstr(text, ==, "tandem-conv-choices 4\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
                             "wgrad n2\town:dgrad\t0.500000\n");
   g_assert_cmpuint(others_in_dir(NULL), ==, 0);
   g_assert_cmpuint(messages->len, ==, 0);
@@ -129,7 +129,7 @@ test_candidate_names(void)
                            "cudnn:e62:r0", "own:bwd", "im2col:n32"};
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     fresh();
-    g_autofree char *text = g_strdup_printf("tandem-conv-choices 3\n"
+    g_autofree char *text = g_strdup_printf("tandem-conv-choices 4\n"
                                             "%s\tcudnn:e62:r0:h:n32\t0.35\n"
                                             LINE "\t%s\t0.5\n", key, damaged[i]);
     g_assert_true(g_file_set_contents(path, text, -1, NULL));
@@ -140,7 +140,7 @@ test_candidate_names(void)
     g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "names no candidate"));
     tdm_conv_cache_store(MODEL, LINE, "im2col", 1.0);
     g_autofree char *rewritten = contents(path);
-    g_assert_cmpstr(rewritten, ==, "tandem-conv-choices 3\n" LINE "\tim2col\t1.000000\n");
+    g_assert_cmpstr(rewritten, ==, "tandem-conv-choices 4\n" LINE "\tim2col\t1.000000\n");
   }
 }
 
@@ -183,7 +183,7 @@ test_workspace_remembered(void)
 
   /* A workspace line whose bytes are not a whole number: none remembered. */
   g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, plan, -1);
-  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 3\nworkspace %s\t12kB\t0\n",
+  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 4\nworkspace %s\t12kB\t0\n",
                                          digest);
   g_assert_true(g_file_set_contents(path, bad, -1, NULL));
   tdm_conv_cache_reset();
@@ -191,7 +191,7 @@ test_workspace_remembered(void)
 
   /* A damaged file (a line of two fields) is ignored whole. */
   g_autofree char *damaged = g_strdup_printf(
-      "tandem-conv-choices 3\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
+      "tandem-conv-choices 4\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
   g_assert_true(g_file_set_contents(path, damaged, -1, NULL));
   tdm_conv_cache_reset();
   g_assert_false(tdm_conv_cache_lookup_workspace(MODEL, plan, &bytes));
@@ -199,7 +199,7 @@ test_workspace_remembered(void)
   g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
   /* The same lines, well formed: remembered. */
   g_autofree char *good = g_strdup_printf(
-      "tandem-conv-choices 3\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
+      "tandem-conv-choices 4\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
       digest);
   g_assert_true(g_file_set_contents(path, good, -1, NULL));
   tdm_conv_cache_reset();
@@ -225,7 +225,7 @@ test_link_to_a_file(void)
 {
   fresh();
   g_autofree char *target = g_build_filename(dir, "notes.txt", NULL);
-  const char *mine = "tandem-conv-choices 3\n" LINE "\town:fwd\t0.250000\n";
+  const char *mine = "tandem-conv-choices 4\n" LINE "\town:fwd\t0.250000\n";
   g_assert_true(g_file_set_contents(target, mine, -1, NULL));
   g_assert_cmpint(symlink(target, path), ==, 0);
   /* Neither read through the link… */

@@ -2,8 +2,9 @@
 /* test-conv-names.c — the convolution engine's candidate names
  * (tdm-backend-cuda-conv-name.h), on any machine: each field of a cuDNN candidate's
  * name read back (a plan run in chunks of samples, ":n25", among them), every name
- * spelt one way, and damaged names refused — a field missing or out of order, a sign,
- * a leading zero, a chunk of no samples, a number past its type, trailing text. */
+ * spelt one way (a fused plan's, "cudnn-fused:…", too), and damaged names refused — a
+ * field missing or out of order, a sign, a leading zero, a chunk of no samples, a number
+ * past its type, trailing text, a fused plan padded or in chunks. */
 #include "tdm-backend-cuda-conv-name.h"
 
 static void
@@ -34,6 +35,18 @@ test_read_back(void)
   g_assert_cmpint(n.engine, ==, G_MAXINT64);
   g_assert_cmpint(n.rank, ==, G_MAXINT);
   g_assert_cmpint(n.chunk, ==, G_MAXINT);
+  g_assert_false(n.fused);
+  g_assert_true(tdm_cudnn_name_parse("cudnn-fused:e3:r1:h", &n));
+  g_assert_true(n.fused);
+  g_assert_cmpint(n.engine, ==, 3);
+  g_assert_cmpint(n.rank, ==, 1);
+  g_assert_cmpint(n.out, ==, 'h');
+  g_assert_false(n.padded);
+  g_assert_cmpint(n.chunk, ==, 0);
+  g_assert_true(tdm_cudnn_name_parse("cudnn-fused:e0:r0:f", &n));
+  g_assert_true(n.fused);
+  g_assert_cmpint(n.out, ==, 'f');
+  g_assert_true(tdm_conv_candidate_name_valid("cudnn-fused:e3:r1:h"));
 }
 
 /* Every combination formatted and read back to itself. */
@@ -48,7 +61,8 @@ test_round_trip(void)
       for (int out = 0; out < 2; out++)
         for (int padded = 0; padded < 2; padded++)
           for (size_t c = 0; c < G_N_ELEMENTS(chunks); c++) {
-            TdmCudnnName want = {engines[e], ranks[r], out ? 'h' : 'f', padded, chunks[c]};
+            TdmCudnnName want = {engines[e], ranks[r], out ? 'h' : 'f', padded, chunks[c],
+                                 FALSE};
             g_autofree char *name = tdm_cudnn_name_format(&want);
             TdmCudnnName got;
             g_assert_true(tdm_cudnn_name_parse(name, &got));
@@ -59,9 +73,26 @@ test_round_trip(void)
             g_assert_cmpint(got.chunk, ==, want.chunk);
             g_assert_true(tdm_conv_candidate_name_valid(name));
           }
-  TdmCudnnName chunked = {62, 0, 'h', FALSE, 32};
+  for (size_t e = 0; e < G_N_ELEMENTS(engines); e++)
+    for (size_t r = 0; r < G_N_ELEMENTS(ranks); r++)
+      for (int out = 0; out < 2; out++) {
+        TdmCudnnName want = {engines[e], ranks[r], out ? 'h' : 'f', FALSE, 0, TRUE};
+        g_autofree char *name = tdm_cudnn_name_format(&want);
+        g_assert_true(g_str_has_prefix(name, "cudnn-fused:e"));
+        TdmCudnnName got;
+        g_assert_true(tdm_cudnn_name_parse(name, &got));
+        g_assert_true(got.fused);
+        g_assert_cmpint(got.engine, ==, want.engine);
+        g_assert_cmpint(got.rank, ==, want.rank);
+        g_assert_cmpint(got.out, ==, want.out);
+        g_assert_true(tdm_conv_candidate_name_valid(name));
+      }
+  TdmCudnnName chunked = {62, 0, 'h', FALSE, 32, FALSE};
   g_autofree char *name = tdm_cudnn_name_format(&chunked);
   g_assert_cmpstr(name, ==, "cudnn:e62:r0:h:n32");
+  TdmCudnnName fused = {62, 0, 'h', FALSE, 0, TRUE};
+  g_autofree char *fused_name = tdm_cudnn_name_format(&fused);
+  g_assert_cmpstr(fused_name, ==, "cudnn-fused:e62:r0:h");
 }
 
 static void
@@ -103,6 +134,16 @@ test_damaged(void)
     "own:bwd",
     "own:fwd ",
     "own:wgrad:n32",
+    "cudnn-fused:",
+    "cudnn-fused:e62",
+    "cudnn-fused:e62:r0",
+    "cudnn-fused:e062:r0:h",
+    "cudnn-fused:e62:r0:h:c8",
+    "cudnn-fused:e62:r0:h:n32",
+    "cudnn-fused:e62:r0:h ",
+    "cudnn_fused:e62:r0:h",
+    "cudnn-fused:62:r0:h",
+    "cudnn:fused:e62:r0:h",
   };
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     TdmCudnnName n;

@@ -5,8 +5,11 @@
  * layers; batches whose columns come in chunks (tdm-conv-columns.h: 64 MiB), the last
  * chunk short; cuDNN's forward and weight gradient of a bn's bf16 output in chunks of
  * samples where the whole normalized input is more than a chunk (an odd batch among
- * them). Every candidate against the CPU reference within test-cuda-conv.c's bounds
- * (bound()). Skips without a CUDA GPU.
+ * them), the weight gradient whether its plan writes float32 or bf16, its need one
+ * chunk's copy of the input as tdm-backend-cuda-conv-chunks.c counts it. Every
+ * candidate against the CPU reference within test-cuda-conv.c's bounds (bound(), and
+ * chunk_rounding_share() for a bf16 weight gradient's chunk sums). Skips without a CUDA
+ * GPU.
  */
 #include "tdm-backend.h"
 #include "tdm-build-config.h"
@@ -14,6 +17,8 @@
 #if TDM_HAVE_CUDA
 
 #include "tdm-backend-cuda.h"
+#include "tdm-backend-cuda-conv-chunks.h"
+#include "tdm-backend-cuda-conv-name.h"
 #include "tdm-conv-columns.h"
 #include "tdm-cudnn.h"
 #include "test-cuda-conv.h"
@@ -49,6 +54,26 @@ engine_call_grown(Device *d, gboolean backward, size_t *need)
   tdm_backend_synchronize(b);
   tdm_backend_release(b, work);
   return took;
+}
+
+/* A bf16 cuDNN weight gradient's need, over an input the engine writes itself (not
+ * padded): what tdm-backend-cuda-conv-chunks.c counts from the layout (the
+ * reservations, one chunk's copy of the input, a bf16 plan's staged chunk sum, the
+ * float32 sum of a later chunk) with the plan's own workspace, and its name's chunks
+ * the rule's. */
+static void
+check_wgrad_need(Device *d, const Problem *p, const char *name, const char *label)
+{
+  TdmCudnnName n;
+  if (!tdm_cudnn_name_parse(name, &n) || n.padded)
+    return;
+  TdmConvChunks chunks = tdm_conv_cudnn_chunks(&p->s, TDM_CONV_WGRAD, TRUE, 0);
+  g_assert_cmpint(n.chunk, ==, chunks.count > 1 ? chunks.size : 0);
+  size_t own = tdm_cuda_conv_cudnn_workspace_named(d->b, &d->a, TDM_CONV_WGRAD, name);
+  size_t need = tdm_cuda_conv_need_named(d->b, &d->a, TDM_CONV_WGRAD, name);
+  g_test_message("%s: needs %zu bytes, %zu of them cuDNN's own (%d chunks)", label, need, own,
+                 chunks.count);
+  g_assert_cmpuint(need, ==, tdm_conv_cudnn_wgrad_bytes(&p->s, &chunks, n.out == 'f', own));
 }
 
 /* The engine's choice within its workspace budget, reached as the replica reaches it
@@ -131,8 +156,10 @@ test_grown_workspace(void)
  * whole batch's columns, and its weight gradient, summed over the chunks in their
  * order, and its input gradient are the same bits twice. The float32 inputs of the
  * projection and of the 1×1 at stride 1 are more than 64 MiB as bf16, so cuDNN's
- * forwards and float32 weight gradients of them run in chunks of samples (two sizes:
- * 4 and 3, 9 and 8), as do the padded stem's of the last case (43 and 42). Their large input gradients (the last four's) are where cuDNN's
+ * forwards and weight gradients of them (float32 or bf16 output, each needing one
+ * chunk's copy: check_wgrad_need()) run in chunks of samples (two sizes: 4 and 3, 9 and
+ * 8), as do the padded stem's of the last case (43 and 42; its weight gradient float32
+ * only). Their large input gradients (the last four's) are where cuDNN's
  * bf16 results for a float32 destination are widened in place (tdm-backend-cuda-conv-candidates.c's
  * widen_in_place()), checked against the CPU with the rest. */
 static const Case chunked_cases[] = {
@@ -169,6 +196,14 @@ test_chunked(void)
       if (prec == 1 || !direct)
         g_assert_cmpuint(whole, >, TDM_CONV_CHUNK_BYTES);
       check_candidates(&d, &p, what, p.y_ref);
+      if (prec == 1) {
+        g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(b, &d.a, TDM_CONV_WGRAD);
+        for (guint k = 0; k < names->len; k++) {
+          const char *name = g_ptr_array_index(names, k);
+          g_autofree char *label = g_strdup_printf("%s wgrad %s", what, name);
+          check_wgrad_need(&d, &p, name, label);
+        }
+      }
       for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir++) {
         size_t need = tdm_cuda_conv_need_named(b, &d.a, dir, "im2col");
         g_assert_cmpuint(need, ==, tdm_conv_engine_im2col_bytes(&p.s, dir, prec == 1, FALSE, FALSE));
@@ -293,12 +328,15 @@ bn_input_poison(BnInput *in, const Problem *p, uint16_t *host)
  * tdm-backend-cuda-conv-candidates.c's cudnn_chunks()), each with a plan for its size —
  * an odd batch (37 at 128 px: 19 then 18, two plans) and an even one (64: two of 32, one
  * plan). Every forward candidate and every weight-gradient one (summed over the chunks
- * in float32) against the CPU's convolution of the CPU's bn output, within the bf16
- * bound; the chunked ones within the budget the chunked columns set, so the engine may
- * choose them; forced to cuDNN (TANDEM_CONV=cudnn) through a workspace grown as the
- * replica grows it, the engine chooses a chunked plan and its result matches; a chunked
- * weight gradient is the same bits twice; under --exact the rule's choice is the same
- * bits twice. */
+ * in float32, a bf16 plan's chunk sums widened first) against the CPU's convolution of
+ * the CPU's bn output, within the bf16 bound (a bf16 plan's chunk sums' roundings on
+ * top: chunk_rounding_share()); every cuDNN weight gradient's need one chunk's copy of
+ * the input (check_wgrad_need()), and a bf16-output one among them run by name where
+ * cuDNN is there; the chunked ones within the budget the chunked columns set, so the
+ * engine may choose them; forced to cuDNN (TANDEM_CONV=cudnn) through a workspace grown
+ * as the replica grows it, the engine chooses a chunked plan and its result matches; a
+ * chunked weight gradient is the same bits twice; under --exact the rule's choice is the
+ * same bits twice. */
 static void
 test_bn_input_chunks(void)
 {
@@ -309,6 +347,7 @@ test_bn_input_chunks(void)
     {64, 128, 128, 64, 16, 1, 0, 1}, /* 128 MiB: 32 + 32 */
   };
   gboolean cudnn = tdm_cudnn_get() != NULL;
+  int bf16_sums_run = 0; /* bf16-output cuDNN weight gradients run in chunks */
   for (guint i = 0; i < G_N_ELEMENTS(chunk_cases); i++) {
     const Case *c = &chunk_cases[i];
     size_t in = (size_t)c->n * c->h * c->w * c->c;
@@ -351,13 +390,13 @@ test_bn_input_chunks(void)
         gboolean in_chunks = g_str_has_suffix(name, suffix);
         chunked += in_chunks;
         admitted += in_chunks && need <= budget;
-        /* Every cuDNN forward runs in chunks; of the weight gradients, those writing
-         * float32 (their chunks' sums added in float32), while one writing bf16 (each
-         * chunk's sum rounded) copies the whole input as before. */
-        if (dir == TDM_CONV_FORWARD && g_str_has_prefix(name, "cudnn:"))
+        /* Every cuDNN forward and weight gradient runs in chunks, the latter's chunk
+         * sums added in float32 whether its plan writes float32 or bf16; a weight
+         * gradient needs one chunk's copy of the input. */
+        if (g_str_has_prefix(name, "cudnn:"))
           g_assert_true(in_chunks);
-        if (dir == TDM_CONV_WGRAD && g_str_has_prefix(name, "cudnn:"))
-          g_assert_true(in_chunks == (strstr(name, ":f") != NULL));
+        if (dir == TDM_CONV_WGRAD)
+          check_wgrad_need(&d, &p, name, label);
         g_test_message("%s: needs %zu bytes (budget %" G_GUINT64_FORMAT ")", label, need,
                        budget);
         if (need > d.a.work_bytes) {
@@ -389,11 +428,13 @@ test_bn_input_chunks(void)
          * running sum more than once: cuDNN's engine 62 on the 1×1 case measured 0.0065
          * and 0.0100 on two H100 runs where every other candidate stayed near 0.0028
          * (the operands' and the output's roundings, 2⁻⁹ each). Two more bf16 roundings'
-         * room for those (2⁻⁶); a float32 result keeps the operands' bound. Wrong
+         * room for those (2⁻⁶; a fused plan writing bf16, "cudnn-fused:…:h", alike); a
+         * float32 result keeps the operands' bound. Wrong
          * indices or a lost chunk would be off by the result itself. */
-        gboolean rounds_sum = g_str_has_prefix(name, "cudnn:") && strstr(name, ":h") != NULL;
+        gboolean rounds_sum = g_str_has_prefix(name, "cudnn") && strstr(name, ":h") != NULL;
+        bf16_sums_run += rounds_sum && in_chunks;
         check_close_b(gpu_bf16, label, d.dw, p.dw_ref, p.weights,
-                      rounds_sum ? 0x1p-6 : 0x1p-7);
+                      (rounds_sum ? 0x1p-6 : 0x1p-7) + chunk_rounding_share(&p, dir, name));
       }
       g_test_message("%s %s: %u candidates, %d in chunks, %d within the budget", what,
                      direction_names[dir], names->len, chunked, admitted);
@@ -408,7 +449,8 @@ test_bn_input_chunks(void)
 
     /* Forced to cuDNN, as the replica calls the engine (a workspace grown on demand),
      * on a backend of its own (the choice is fresh): a chunked plan (the others are
-     * not cuDNN's), within the bf16 bound. */
+     * not cuDNN's), within the bf16 bound; the weight gradient likewise (a plan writing
+     * float32 or bf16, whichever is faster, in chunks either way). */
     if (cudnn && forward_admitted > 0) {
       g_autoptr(GError) error = NULL;
       TdmBackend *forced = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
@@ -428,6 +470,17 @@ test_bn_input_chunks(void)
         g_test_message("FAILED %s forced: %.3g", what, rel);
         g_test_fail();
       }
+      need = 0;
+      took = engine_call_grown(&f.d, TRUE, &need);
+      chosen = tdm_cuda_conv_chosen(forced, &f.d.a, TDM_CONV_WGRAD);
+      g_test_message("%s wgrad forced to cuDNN: %s, %zu bytes", what, chosen, need);
+      g_assert_true(took);
+      g_assert_true(g_str_has_prefix(chosen, "cudnn:") && g_str_has_suffix(chosen, suffix));
+      gboolean chosen16 = strstr(chosen, ":h") != NULL;
+      g_autofree char *forced_label = g_strdup_printf("%s wgrad forced %s", what, chosen);
+      check_close_b(forced, forced_label, f.d.dw, p.dw_ref, p.weights,
+                    (chosen16 ? 0x1p-6 : 0x1p-7) +
+                        chunk_rounding_share(&p, TDM_CONV_WGRAD, chosen));
       g_unsetenv("TANDEM_CONV");
       bn_input_clear(&f);
       tdm_backend_free(forced);
@@ -457,6 +510,13 @@ test_bn_input_chunks(void)
     }
     bn_input_clear(&main_in);
     problem_clear(&p);
+  }
+  /* cuDNN offers bf16-output weight gradients for these shapes (engine 62's for the 1×1
+   * on the H100): at least one ran in chunks, by name. */
+  g_test_message("bf16-output cuDNN weight gradients run in chunks: %d", bf16_sums_run);
+  if (cudnn && bf16_sums_run == 0) {
+    g_test_message("FAILED: cuDNN is loaded but no bf16-output weight gradient ran in chunks");
+    g_test_fail();
   }
 }
 

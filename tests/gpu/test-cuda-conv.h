@@ -2,12 +2,13 @@
 /* test-cuda-conv.h — what test-cuda-conv.c's family shares: its cases, problems (host
  * data and CPU reference) and device sides, and the helpers test-cuda-conv.c defines
  * for them (random inputs, the bounds, every candidate checked against a reference);
- * the registration of test-cuda-conv-bf16.c's, test-cuda-conv-workspace.c's and
- * test-cuda-conv-small.c's tests (the backends are test-cuda-layers.h's, set up by
+ * the registration of test-cuda-conv-bf16.c's, test-cuda-conv-workspace.c's,
+ * test-cuda-conv-small.c's and test-cuda-conv-fused.c's tests (the backends are test-cuda-layers.h's, set up by
  * test-cuda-conv.c's main()). Only with TDM_HAVE_CUDA. */
 #pragma once
 
 #include "tdm-backend.h"
+#include "tdm-conv-columns.h"
 
 #include <glib.h>
 #include <stdint.h>
@@ -22,6 +23,11 @@ typedef struct {
   size_t in, out, weights, rows, k;
   float *x, *w, *dy;
   float *y_ref, *dx_ref, *dw_ref;
+  /* The chunks a bf16 cuDNN weight gradient runs the batch in where the engine writes its
+   * input (tdm-backend-cuda-conv-chunks.h), and ‖Σᵢ|Sᵢ|‖₂ / ‖S‖₂ of the reference's
+   * chunk sums Sᵢ against their sum S (1 for one chunk): chunk_rounding_share(). */
+  TdmConvChunks chunks;
+  double chunk_ratio;
 } Problem;
 
 /* The device side of a problem on backend b: its buffers and the engine's call. */
@@ -42,6 +48,10 @@ void problem_init (Problem *p, const Case *c, const float *x_override);
 void problem_clear (Problem *p);
 /* The bound for a direction: its reduction length L and the backend's precision. */
 double bound (TdmBackend *b, const Problem *p, TdmConvDirection dir);
+/* What candidate `name` may err beyond a whole result's bound: for a cuDNN weight
+ * gradient writing bf16 in chunks, its chunk sums' roundings' growth, 2⁻⁸ (ratio − 1);
+ * 0 for any other. */
+double chunk_rounding_share (const Problem *p, TdmConvDirection dir, const char *name);
 /* d's buffers on backend b for p (with the weights' bf16 copy where with_w16). */
 void device_init (Device *d, TdmBackend *b, const Problem *p, gboolean with_w16);
 void device_clear (Device *d);
@@ -57,3 +67,5 @@ void test_cuda_conv_add_bf16 (void);
 void test_cuda_conv_add_workspace (void);
 /* Registers test-cuda-conv-small.c's tests (the few-channel candidates). */
 void test_cuda_conv_add_small (void);
+/* Registers test-cuda-conv-fused.c's tests (cuDNN's fused bn-prologue forward). */
+void test_cuda_conv_add_fused (void);

@@ -2,13 +2,15 @@
 /* tdm-backend-cuda-conv-cache.c — the convolution engine's choices on disk (tdm-backend-cuda-conv-cache.h).
  *
  * The file:
- *   tandem-conv-choices 3
+ *   tandem-conv-choices 4
  *   <key>\t<candidate>\t<milliseconds>
  * with keys of printable ASCII without tabs and the names of candidates
  * (tdm-backend-cuda-conv-name.h: any other name is damage) (version 2: choices made within
  * the workspace budget, tdm-backend-cuda-conv-budget.h; version 3: with cuDNN's plans in
  * chunks of samples, which version 2's untimed "im2col" for a bn's large input would
- * hide; a file of another version is ignored and rebuilt). A replica's column workspace
+ * hide; version 4: with cuDNN's fused plans for a bn's input, "cudnn-fused:…", which
+ * version 3's choices for those keys were made without; a file of another version is
+ * ignored and rebuilt). A replica's column workspace
  * after its choices is a line of the same form, "workspace <SHA-1 of the replica's
  * configuration>" for the key and the bytes for the candidate: the next run of that
  * configuration, whose choices come from this file, sizes its memory by it. It is read whole, once per
@@ -26,7 +28,7 @@
 #include <errno.h>
 #include <string.h>
 
-#define CACHE_HEADER "tandem-conv-choices 3"
+#define CACHE_HEADER "tandem-conv-choices 4"
 #define CACHE_MAX_BYTES ((gsize)4 << 20)
 #define CACHE_MAX_LINES 65536
 #define CACHE_MAX_FIELD 160

@@ -13,7 +13,9 @@
  * candidate's need is measured per call (its staging depends on where the caller's
  * buffers lie), and the caller keeps the most it has seen.
  */
+#include "tdm-backend-cuda-conv-chunks.h"
 #include "tdm-backend-cuda-conv-engine.h"
+#include "tdm-backend-cuda-conv-fused.h"
 #include "tdm-backend-cuda-conv-name.h"
 #include "tdm-backend-cuda-conv-small.h"
 #include "tdm-conv-columns.h"
@@ -362,30 +364,17 @@ image_staged(const TdmConvLayout *l, int pad_c)
          (pad_c > 0 || !input_is_bf16(a) || !aligned16(a->x));
 }
 
-/* The chunks a cuDNN candidate runs the call in where the engine writes the plan's input
- * itself (a bf16 run's input normalized by the bn before, converted, padded): even
- * chunks whose copy of the input is at most TDM_CONV_CHUNK_BYTES (one sample's where
- * that is more), so the copy is never the whole batch's. The forward's samples are
- * independent; the weight gradient is a sum over them, so only a plan writing float32
- * (float_out) runs in chunks, each chunk's sum added to the first's in float32 in the
- * chunks' order, where every chunk's output gradient (bf16, at the workspace's start)
- * is aligned for cuDNN. Any other call whole (one chunk), a bf16 input copied only
- * because it is not aligned among them: the chunks follow from what the choice's key
- * says (the shape, " bn", " x16"), never from where a call's buffers lie, so a choice
- * runs alike in every call of its key. */
+/* The chunks a cuDNN candidate runs the call in (tdm-backend-cuda-conv-chunks.h): even
+ * chunks of samples where the engine writes the plan's input itself (a bf16 run's input
+ * normalized by the bn before, converted, padded) and the call is a forward or a weight
+ * gradient (its chunks' sums added in float32 in the chunks' order, whether the plan
+ * writes float32 or bf16); any other call whole, a bf16 input copied only because it is
+ * not aligned among them. */
 static TdmConvChunks
-cudnn_chunks(const TdmConvLayout *l, int pad_c, gboolean float_out)
+cudnn_chunks(const TdmConvLayout *l, int pad_c)
 {
-  const TdmConvShape *s = &l->a->shape;
-  size_t dy_sample = l->rows / (size_t)s->n * (size_t)s->out_c;
   gboolean written = l->bf16 && (pad_c > 0 || !input_is_bf16(l->a));
-  gboolean chunked = written &&
-                     (l->dir == TDM_CONV_FORWARD ||
-                      (l->dir == TDM_CONV_WGRAD && float_out && dy_sample % 8 == 0));
-  if (!chunked)
-    return tdm_conv_even_chunks(s->n, 0, 0);
-  size_t sample = (size_t)s->h * s->w * (pad_c > 0 ? pad_c : s->c) * sizeof(uint16_t);
-  return tdm_conv_even_chunks(s->n, sample, TDM_CONV_CHUNK_BYTES);
+  return tdm_conv_cudnn_chunks(&l->a->shape, l->dir, written, pad_c);
 }
 
 /* Writes samples [first, first + m) of the input as a bf16 plan reads them to image:
@@ -428,6 +417,10 @@ route_of(const TdmConvLayout *l, const TdmConvCandidate *c, const void *target, 
   gboolean wide = !l->bf16 || c->float_out;
   if (c->pad_c > 0 && l->dir == TDM_CONV_WGRAD)
     return ROUTE_UNPAD;
+  /* A bf16 weight gradient in chunks: each chunk's sum staged, then widened into the
+   * float32 sum (run_cudnn()). */
+  if (l->dir == TDM_CONV_WGRAD && !wide && c->chunks.count > 1)
+    return ROUTE_STAGED;
   if (wide != target16 && aligned16(target))
     return ROUTE_DIRECT;
   /* A large bf16 result for a float32 destination: widened in place (widen_in_place()),
@@ -461,7 +454,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
                     (l->dir == TDM_CONV_WGRAD && !c->float_out)))
     return FALSE;
   /* The chunks are the shape's: a plan built for them, and for their two sizes. */
-  TdmConvChunks chunks = cudnn_chunks(l, pad_c, c->float_out);
+  TdmConvChunks chunks = cudnn_chunks(l, pad_c);
   if (chunks.count != c->chunks.count || chunks.size != c->chunks.size ||
       chunks.large != c->chunks.large || (chunks.large < chunks.count && c->rest_plan == NULL))
     return FALSE;
@@ -522,8 +515,9 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
     any_in_place = any_in_place || route == ROUTE_IN_PLACE;
   }
   void *stage = staged_count > 0 ? take(arena, staged_count * result_size) : NULL;
-  /* A weight gradient in chunks: each chunk's after the first written aside (float32),
-   * then added to the sum. */
+  /* A weight gradient in chunks: each chunk's after the first written aside (a float32
+   * plan's) or widened there (a bf16 plan's, whose every chunk is staged), then added to
+   * the sum. */
   size_t sum_count = c->pad_c > 0 && l->dir == TDM_CONV_WGRAD ? taps * pad_c : w_count;
   gboolean summed = l->dir == TDM_CONV_WGRAD && chunks.count > 1;
   float *partial = summed ? take(arena, sum_count * sizeof(float)) : NULL;
@@ -565,13 +559,36 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
       x_t = result;
       break;
     case TDM_CONV_WGRAD:
-      w_t = i > 0 ? (void *)partial : result;
+      w_t = i > 0 && wide ? (void *)partial : result;
       y_t = (char *)out + (size_t)first * (out_count / s->n) * (l->bf16 ? 2 : 4);
       break;
     }
     if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, plan, x_t, w_t, y_t,
                             workspace, error))
       return FALSE;
+    if (summed && !wide) {
+      /* A bf16 plan's chunk: its bf16 sum widened (exactly) into dw, the first, or aside
+       * and added to dw in float32, in the chunks' order: the same bits every run.
+       * What the chunks cost in accuracy: bf16 keeps 8 significant bits, so a rounding
+       * errs by at most 2⁻⁸ of what it rounds. One bf16 result of the batch's sum S
+       * errs by ≤ 2⁻⁸ |S| a weight; k chunk sums S_i, each rounded once, by
+       * ≤ 2⁻⁸ Σ|S_i| (the k − 1 float32 additions, 2⁻²⁴ each, are nothing beside it).
+       * So the partial roundings' bound is relative to Σ|S_i| instead of |S|: the same
+       * where the chunks' sums agree in sign, more where they cancel. In the norm the
+       * tests measure, 2⁻⁸ ‖Σ|S_i|‖₂ against 2⁻⁸ ‖S‖₂, a ratio of about
+       * √(1 + (2/π)(k − 1)) for sums of random sign (1.28 for two chunks, 1.71 for
+       * four); that is the worst case, all roundings one way, while independent ones add
+       * in quadrature to about what one rounding of S gives. tests/gpu/test-cuda-conv.c
+       * allows a chunked bf16 plan that growth, 2⁻⁸ (ratio − 1) with the ratio of the
+       * CPU's own chunk sums (chunk_rounding_share()), beyond what the plan whole would
+       * be allowed. A float32 plan's chunks keep the whole batch's bound (2⁻²⁴ a
+       * chunk); both are offered and timed. Whatever a plan rounds inside its own
+       * reduction, it rounds over k times fewer rows here. */
+      TDM_CUDA_OK(b, tdm_k_from_bf16(i == 0 ? (float *)dest : partial, result, count, stream));
+      if (i > 0)
+        tdm_cuda_add(b, dest, partial, count);
+      continue;
+    }
     if (l->dir == TDM_CONV_WGRAD && i > 0)
       tdm_cuda_add(b, result, partial, sum_count);
     if (l->dir == TDM_CONV_WGRAD && i + 1 < chunks.count)
@@ -613,6 +630,13 @@ call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *ar
     return g_str_equal(c->name, "own:dgrad") ? run_own(b, l, arena) : run_small(b, l, arena);
   case TDM_CONV_CUDNN:
     return run_cudnn(b, l, c, arena, error);
+  case TDM_CONV_CUDNN_FUSED: {
+    /* Its own layout of the scratch (tdm-backend-cuda-conv-fused.c). */
+    size_t need = 0;
+    gboolean took = tdm_conv_fused_call(b, l, c, arena->mode == RUN, &need, error);
+    arena->at = MAX(arena->at, (char *)l->a->work + need);
+    return took;
+  }
   }
   return FALSE;
 }
@@ -738,7 +762,7 @@ add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list,
   for (int o = 0; o < (both ? 2 : 1); o++) {
     if (only != NULL && only->out != (o == 0 ? 'f' : 'h'))
       continue;
-    TdmConvChunks chunks = cudnn_chunks(l, pad_c, o == 0);
+    TdmConvChunks chunks = cudnn_chunks(l, pad_c);
     int chunk = chunks.count > 1 ? chunks.size : 0;
     if (only != NULL && only->chunk != chunk)
       continue; /* a cached name of other chunks: the choice is made again */
@@ -756,7 +780,8 @@ add_cudnn_plans(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list,
         tdm_cudnn_plan_free(p); /* another library's list: the name means another engine now */
         continue;
       }
-      TdmCudnnName spelt = {p->engine, p->rank, o == 0 ? 'f' : 'h', pad_c > 0, chunk};
+      TdmCudnnName spelt = {p->engine, p->rank, o == 0 ? 'f' : 'h', pad_c > 0, chunk,
+                            FALSE};
       g_autofree char *name = tdm_cudnn_name_format(&spelt);
       TdmConvCandidate *c = candidate(TDM_CONV_CUDNN, name);
       c->plan = p;
@@ -823,5 +848,7 @@ tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
     g_ptr_array_add(list, candidate(TDM_CONV_OWN, small));
   if (only == NULL || g_str_has_prefix(only, "cudnn:"))
     add_cudnn(b, l, list, only);
+  if (only == NULL || g_str_has_prefix(only, "cudnn-fused:"))
+    tdm_conv_fused_add(b, l, list, only);
   return list;
 }

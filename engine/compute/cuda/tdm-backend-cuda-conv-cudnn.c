@@ -16,13 +16,16 @@
 /* Every pointer handed to a plan is 16-byte aligned (the engine stages the others). */
 #define TDM_CUDNN_ALIGNMENT 16
 #define TDM_CUDNN_NOTES_MAX 16
+/* The most configurations a graph of runtime-compiled engines tries (its first ranks). */
+#define RUNTIME_TRIES 8
 
 /* The descriptors of one graph, destroyed when the last plan built from them goes. */
-typedef struct _TdmCudnnKeep {
+struct _TdmCudnnKeep {
   const TdmCudnn *dnn;
   GPtrArray *descriptors;
   int refs;
-} Keep;
+};
+typedef struct _TdmCudnnKeep Keep;
 
 static void
 keep_unref(Keep *k)
@@ -35,13 +38,19 @@ keep_unref(Keep *k)
   g_free(k);
 }
 
-/* A graph under construction: the first failure is kept, later calls do nothing. */
-typedef struct {
-  const TdmCudnn *dnn;
-  Keep *keep;
-  cudnnStatus_t status;
-  const char *what;
-} Build;
+typedef TdmCudnnBuild Build;
+
+void
+tdm_cudnn_build_init(TdmCudnnBuild *bd, const TdmCudnn *dnn)
+{
+  bd->dnn = dnn;
+  bd->keep = g_new0(Keep, 1);
+  bd->keep->dnn = dnn;
+  bd->keep->descriptors = g_ptr_array_new();
+  bd->keep->refs = 1;
+  bd->status = CUDNN_STATUS_SUCCESS;
+  bd->what = NULL;
+}
 
 static gboolean
 ok(Build *bd, cudnnStatus_t status, const char *what)
@@ -53,8 +62,8 @@ ok(Build *bd, cudnnStatus_t status, const char *what)
   return bd->status == CUDNN_STATUS_SUCCESS;
 }
 
-static cudnnBackendDescriptor_t
-make(Build *bd, int type)
+cudnnBackendDescriptor_t
+tdm_cudnn_build_make(TdmCudnnBuild *bd, int type)
 {
   cudnnBackendDescriptor_t d = NULL;
   if (bd->status != CUDNN_STATUS_SUCCESS)
@@ -64,54 +73,72 @@ make(Build *bd, int type)
   return d;
 }
 
-static void
-set(Build *bd, cudnnBackendDescriptor_t d, int name, int type, int64_t count, const void *value,
-    const char *what)
+void
+tdm_cudnn_build_set(TdmCudnnBuild *bd, cudnnBackendDescriptor_t d, int name, int type,
+                    int64_t count, const void *value, const char *what)
 {
   if (bd->status == CUDNN_STATUS_SUCCESS)
     ok(bd, bd->dnn->set_attribute(d, name, type, count, value), what);
 }
 
-static void
-finalize(Build *bd, cudnnBackendDescriptor_t d, const char *what)
+void
+tdm_cudnn_build_finalize(TdmCudnnBuild *bd, cudnnBackendDescriptor_t d, const char *what)
 {
   if (bd->status == CUDNN_STATUS_SUCCESS)
     ok(bd, bd->dnn->finalize(d), what);
 }
 
-/* An NHWC tensor (or a KRSC filter: the same layout with k for n) as cuDNN's
- * [n, c, h, w] dimensions with strides. */
+/* Short names for this file's graphs. */
 static cudnnBackendDescriptor_t
-tensor(Build *bd, int64_t uid, int type, int64_t n, int64_t c, int64_t h, int64_t w)
+make(Build *bd, int type)
+{
+  return tdm_cudnn_build_make(bd, type);
+}
+
+static void
+set(Build *bd, cudnnBackendDescriptor_t d, int name, int type, int64_t count, const void *value,
+    const char *what)
+{
+  tdm_cudnn_build_set(bd, d, name, type, count, value, what);
+}
+
+static void
+finalize(Build *bd, cudnnBackendDescriptor_t d, const char *what)
+{
+  tdm_cudnn_build_finalize(bd, d, what);
+}
+
+cudnnBackendDescriptor_t
+tdm_cudnn_build_tensor(TdmCudnnBuild *bd, int64_t uid, int type, int64_t n, int64_t c,
+                       int64_t h, int64_t w, gboolean is_virtual)
 {
   cudnnBackendDescriptor_t t = make(bd, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   int64_t dims[4] = {n, c, h, w};
   int64_t strides[4] = {h * w * c, 1, w * c, c};
   int64_t alignment = TDM_CUDNN_ALIGNMENT;
+  bool virtual_flag = is_virtual;
   set(bd, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, "tensor type");
   set(bd, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dimensions");
   set(bd, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, "tensor strides");
   set(bd, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor id");
   set(bd, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment,
       "tensor alignment");
+  if (is_virtual)
+    set(bd, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virtual_flag,
+        "tensor virtual");
   finalize(bd, t, "tensor");
   return t;
 }
 
-/* The finalized operation graph of one convolution, or NULL with bd's status set. */
 static cudnnBackendDescriptor_t
-conv_graph(Build *bd, cudnnHandle_t handle, TdmConvDirection dir, const TdmConvShape *s,
-           int operand, int output)
+tensor(Build *bd, int64_t uid, int type, int64_t n, int64_t c, int64_t h, int64_t w)
 {
-  int oh = tdm_conv_out_h(s), ow = tdm_conv_out_w(s);
-  int image_type = dir == TDM_CONV_DGRAD ? output : operand;
-  int filter_type = dir == TDM_CONV_WGRAD ? output : operand;
-  int out_type = dir == TDM_CONV_FORWARD ? output : operand;
-  cudnnBackendDescriptor_t image = tensor(bd, UID_IMAGE, image_type, s->n, s->c, s->h, s->w);
-  cudnnBackendDescriptor_t filter =
-      tensor(bd, UID_FILTER, filter_type, s->out_c, s->c, s->kernel, s->kernel);
-  cudnnBackendDescriptor_t out = tensor(bd, UID_OUT, out_type, s->n, s->out_c, oh, ow);
+  return tdm_cudnn_build_tensor(bd, uid, type, n, c, h, w, FALSE);
+}
 
+cudnnBackendDescriptor_t
+tdm_cudnn_build_convolution(TdmCudnnBuild *bd, const TdmConvShape *s)
+{
   cudnnBackendDescriptor_t conv = make(bd, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   int compute = CUDNN_DATA_FLOAT, mode = CUDNN_CROSS_CORRELATION;
   int64_t dims = 2, ones[2] = {1, 1}, strides[2] = {s->stride, s->stride};
@@ -127,6 +154,23 @@ conv_graph(Build *bd, cudnnHandle_t handle, TdmConvDirection dir, const TdmConvS
   set(bd, conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads, "padding");
   set(bd, conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads, "padding");
   finalize(bd, conv, "convolution descriptor");
+  return conv;
+}
+
+/* The finalized operation graph of one convolution, or NULL with bd's status set. */
+static cudnnBackendDescriptor_t
+conv_graph(Build *bd, cudnnHandle_t handle, TdmConvDirection dir, const TdmConvShape *s,
+           int operand, int output)
+{
+  int oh = tdm_conv_out_h(s), ow = tdm_conv_out_w(s);
+  int image_type = dir == TDM_CONV_DGRAD ? output : operand;
+  int filter_type = dir == TDM_CONV_WGRAD ? output : operand;
+  int out_type = dir == TDM_CONV_FORWARD ? output : operand;
+  cudnnBackendDescriptor_t image = tensor(bd, UID_IMAGE, image_type, s->n, s->c, s->h, s->w);
+  cudnnBackendDescriptor_t filter =
+      tensor(bd, UID_FILTER, filter_type, s->out_c, s->c, s->kernel, s->kernel);
+  cudnnBackendDescriptor_t out = tensor(bd, UID_OUT, out_type, s->n, s->out_c, oh, ow);
+  cudnnBackendDescriptor_t conv = tdm_cudnn_build_convolution(bd, s);
 
   static const int kinds[] = {
     [TDM_CONV_FORWARD] = CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
@@ -184,11 +228,13 @@ has_note(const int *notes, int64_t count, int note)
 /* Whether an engine's notes fit the run (tdm-backend-cuda-conv-cudnn.h's TdmCudnnFilter). */
 static gboolean
 accepted(const int *notes, int64_t count, const int *behavior, int64_t behavior_count,
-         TdmCudnnFilter filter)
+         TdmCudnnFilter filter, gboolean runtime_compiled)
 {
   /* Runtime-compiled engines compile with NVRTC as their plan is finalized (seconds a
-   * shape): a plain convolution has precompiled engines enough. */
-  if (has_note(behavior, behavior_count, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION))
+   * shape): a plain convolution has precompiled engines enough; a fused graph asks for
+   * them (runtime_compiled). */
+  if (!runtime_compiled &&
+      has_note(behavior, behavior_count, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION))
     return FALSE;
   if (has_note(notes, count, CUDNN_NUMERICAL_NOTE_FFT) ||
       has_note(notes, count, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION))
@@ -217,18 +263,29 @@ tdm_cudnn_plan_free(TdmCudnnPlan *plan)
 {
   if (plan == NULL)
     return;
+  if (plan->shared > 0) {
+    plan->shared--;
+    return;
+  }
   if (plan->plan != NULL)
     plan->keep->dnn->destroy_descriptor(plan->plan);
   keep_unref(plan->keep);
   g_free(plan);
 }
 
+TdmCudnnPlan *
+tdm_cudnn_plan_share(TdmCudnnPlan *plan)
+{
+  plan->shared++;
+  return plan;
+}
+
 /* Plan from configuration cfg (rank r), or NULL when the engine is refused, is not
  * only_engine (when that is >= 0) or does not finalize (an engine may decline a shape
- * only at this point). */
+ * only at this point; a runtime-compiled one fails here where NVRTC is missing). */
 static TdmCudnnPlan *
 plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg, int rank,
-        TdmCudnnFilter filter, gint64 only_engine, Keep *keep)
+        TdmCudnnFilter filter, gboolean runtime_compiled, gint64 only_engine, Keep *keep)
 {
   cudnnBackendDescriptor_t engine = NULL;
   if (dnn->create_descriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS)
@@ -248,23 +305,45 @@ plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
   dnn->destroy_descriptor(engine);
   note_count = CLAMP(note_count, 0, TDM_CUDNN_NOTES_MAX);
   behavior_count = CLAMP(behavior_count, 0, TDM_CUDNN_NOTES_MAX);
-  if (!read || (only_engine >= 0 && index != only_engine) ||
-      !accepted(notes, note_count, behavior, behavior_count, filter))
+  if (!read || (only_engine >= 0 && index != only_engine))
     return NULL;
+  if (!accepted(notes, note_count, behavior, behavior_count, filter, runtime_compiled)) {
+    if (runtime_compiled)
+      g_debug("cuDNN engine %" G_GINT64_FORMAT " (rank %d) left out by its notes", index, rank);
+    return NULL;
+  }
 
   cudnnBackendDescriptor_t plan = NULL;
   if (dnn->create_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) !=
       CUDNN_STATUS_SUCCESS)
     return NULL;
   int64_t workspace = 0;
-  if (dnn->set_attribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
-                         &handle) != CUDNN_STATUS_SUCCESS ||
-      dnn->set_attribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg) != CUDNN_STATUS_SUCCESS ||
-      dnn->finalize(plan) != CUDNN_STATUS_SUCCESS ||
-      dnn->get_attribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                         &count, &workspace) != CUDNN_STATUS_SUCCESS ||
-      workspace < 0) {
+  cudnnStatus_t status = dnn->set_attribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                                            CUDNN_TYPE_HANDLE, 1, &handle);
+  const char *what = "plan's handle";
+  if (status == CUDNN_STATUS_SUCCESS) {
+    what = "plan's engine configuration";
+    status = dnn->set_attribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
+  }
+  if (status == CUDNN_STATUS_SUCCESS) {
+    what = "cudnnBackendFinalize (execution plan)";
+    status = dnn->finalize(plan);
+  }
+  if (status == CUDNN_STATUS_SUCCESS) {
+    what = "plan's workspace size";
+    status = dnn->get_attribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                CUDNN_TYPE_INT64, 1, &count, &workspace);
+  }
+  if (status != CUDNN_STATUS_SUCCESS || workspace < 0) {
+    if (runtime_compiled) {
+      g_autofree char *text = tdm_cudnn_describe(dnn, status);
+      g_debug("cuDNN engine %" G_GINT64_FORMAT " (rank %d%s): %s: %s", index, rank,
+              has_note(behavior, behavior_count, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION)
+                  ? ", runtime-compiled"
+                  : "",
+              what, text);
+    }
     dnn->destroy_descriptor(plan);
     return NULL;
   }
@@ -273,9 +352,97 @@ plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
   p->workspace = workspace;
   p->engine = index;
   p->rank = rank;
+  p->runtime_compiled =
+      has_note(behavior, behavior_count, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION);
   p->keep = keep;
   keep->refs++;
   return p;
+}
+
+GPtrArray *
+tdm_cudnn_build_plans(TdmCudnnBuild *bd, cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
+                      const int *modes, int mode_count, TdmCudnnFilter filter,
+                      gboolean runtime_compiled, int most, int only_rank, gint64 only_engine,
+                      char **why_not)
+{
+  const TdmCudnn *dnn = bd->dnn;
+  GPtrArray *plans = g_ptr_array_new();
+  *why_not = NULL;
+  /* Every mode's configurations, one after the other: a rank is a place in that list. A
+   * mode that refuses the graph adds none (the debug log says so); the graph's own
+   * failure, or every mode's, is the answer. */
+  GPtrArray *cfgs = g_ptr_array_new();
+  gboolean graph_ok = bd->status == CUDNN_STATUS_SUCCESS;
+  cudnnStatus_t mode_status = CUDNN_STATUS_SUCCESS;
+  const char *mode_what = NULL;
+  for (int m = 0; graph_ok && m < mode_count; m++) {
+    cudnnBackendDescriptor_t heur = make(bd, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    set(bd, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+        &graph, "heuristics' graph");
+    set(bd, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m],
+        "heuristics' mode");
+    finalize(bd, heur, "heuristics");
+    int64_t count = 0;
+    if (bd->status == CUDNN_STATUS_SUCCESS)
+      ok(bd, dnn->get_attribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL),
+         "heuristics' result count");
+    count = CLAMP(count, 0, 256);
+    g_autofree cudnnBackendDescriptor_t *mine = g_new0(cudnnBackendDescriptor_t, MAX(count, 1));
+    for (int64_t i = 0; i < count; i++)
+      mine[i] = make(bd, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    int64_t got = 0;
+    if (bd->status == CUDNN_STATUS_SUCCESS && count > 0)
+      ok(bd, dnn->get_attribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, mine),
+         "heuristics' results");
+    for (int64_t i = 0; bd->status == CUDNN_STATUS_SUCCESS && i < MIN(got, count); i++)
+      g_ptr_array_add(cfgs, mine[i]);
+    if (bd->status != CUDNN_STATUS_SUCCESS) {
+      if (mode_count > 1) {
+        g_autofree char *text = tdm_cudnn_describe(dnn, bd->status);
+        g_debug("cuDNN heuristics' mode %d: %s: %s", modes[m], bd->what, text);
+      }
+      mode_status = bd->status;
+      mode_what = bd->what;
+      bd->status = CUDNN_STATUS_SUCCESS;
+      bd->what = NULL;
+    }
+  }
+  if (!graph_ok || (cfgs->len == 0 && mode_status != CUDNN_STATUS_SUCCESS)) {
+    cudnnStatus_t status = graph_ok ? mode_status : bd->status;
+    g_autofree char *text = tdm_cudnn_describe(dnn, status);
+    *why_not = g_strdup_printf("%s: %s", graph_ok ? mode_what : bd->what, text);
+    g_ptr_array_free(cfgs, TRUE);
+    keep_unref(bd->keep);
+    bd->keep = NULL;
+    return plans;
+  }
+  /* A runtime-compiled plan that fails may have spent seconds compiling: a fused graph
+   * tries its first RUNTIME_TRIES configurations only. */
+  guint tries = runtime_compiled ? MIN(cfgs->len, RUNTIME_TRIES) : cfgs->len;
+  for (guint i = 0; i < tries && (int)plans->len < most; i++) {
+    if (only_rank >= 0 && (int)i != only_rank)
+      continue;
+    TdmCudnnPlan *p = plan_of(dnn, handle, g_ptr_array_index(cfgs, i), (int)i, filter,
+                              runtime_compiled, only_engine, bd->keep);
+    if (p == NULL)
+      continue;
+    /* A later mode lists engines an earlier one did: one plan an engine. */
+    gboolean again = FALSE;
+    for (guint k = 0; k < plans->len; k++)
+      again = again || ((TdmCudnnPlan *)g_ptr_array_index(plans, k))->engine == p->engine;
+    if (again && mode_count > 1)
+      tdm_cudnn_plan_free(p);
+    else
+      g_ptr_array_add(plans, p);
+  }
+  if (plans->len == 0)
+    *why_not = g_strdup_printf("none of cuDNN's %u engine configurations takes it", cfgs->len);
+  g_ptr_array_free(cfgs, TRUE);
+  keep_unref(bd->keep);
+  bd->keep = NULL;
+  return plans;
 }
 
 GPtrArray *
@@ -283,70 +450,28 @@ tdm_cudnn_conv_plans(const TdmCudnn *dnn, cudnnHandle_t handle, TdmConvDirection
                      const TdmConvShape *s, int operand, int output, TdmCudnnFilter filter,
                      int most, int only_rank, gint64 only_engine, char **why_not)
 {
-  GPtrArray *plans = g_ptr_array_new();
-  *why_not = NULL;
-  Keep *keep = g_new0(Keep, 1);
-  keep->dnn = dnn;
-  keep->descriptors = g_ptr_array_new();
-  keep->refs = 1;
-  Build bd = {dnn, keep, CUDNN_STATUS_SUCCESS, NULL};
-
+  Build bd;
+  tdm_cudnn_build_init(&bd, dnn);
   cudnnBackendDescriptor_t graph = conv_graph(&bd, handle, dir, s, operand, output);
-  cudnnBackendDescriptor_t heur = make(&bd, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  int mode = CUDNN_HEUR_MODE_A;
-  set(&bd, heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph,
-      "heuristics' graph");
-  set(&bd, heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics' mode");
-  finalize(&bd, heur, "heuristics");
-  int64_t count = 0;
-  if (bd.status == CUDNN_STATUS_SUCCESS)
-    ok(&bd, dnn->get_attribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                               0, &count, NULL),
-       "heuristics' result count");
-  count = CLAMP(count, 0, 256);
-  g_autofree cudnnBackendDescriptor_t *cfgs = g_new0(cudnnBackendDescriptor_t, MAX(count, 1));
-  for (int64_t i = 0; i < count; i++)
-    cfgs[i] = make(&bd, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  int64_t got = 0;
-  if (bd.status == CUDNN_STATUS_SUCCESS && count > 0)
-    ok(&bd, dnn->get_attribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                               count, &got, cfgs),
-       "heuristics' results");
-  if (bd.status != CUDNN_STATUS_SUCCESS) {
-    g_autofree char *text = tdm_cudnn_describe(dnn, bd.status);
-    *why_not = g_strdup_printf("%s: %s", bd.what, text);
-    keep_unref(keep);
-    return plans;
-  }
-  for (int64_t i = 0; i < MIN(got, count) && (int)plans->len < most; i++) {
-    if (only_rank >= 0 && i != only_rank)
-      continue;
-    TdmCudnnPlan *p = plan_of(dnn, handle, cfgs[i], (int)i, filter, only_engine, keep);
-    if (p != NULL)
-      g_ptr_array_add(plans, p);
-  }
-  if (plans->len == 0)
-    *why_not = g_strdup_printf("none of cuDNN's %d engine configurations takes it",
-                               (int)got);
-  keep_unref(keep);
-  return plans;
+  static const int modes[] = {CUDNN_HEUR_MODE_A};
+  return tdm_cudnn_build_plans(&bd, handle, graph, modes, G_N_ELEMENTS(modes), filter, FALSE,
+                               most, only_rank, only_engine, why_not);
 }
 
 gboolean
-tdm_cudnn_plan_run(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPlan *plan,
-                   void *image, void *filter, void *out, void *workspace, char **error)
+tdm_cudnn_plan_execute(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPlan *plan,
+                       int count, const int64_t *uids, void *const *pointers, void *workspace,
+                       char **error)
 {
   cudnnBackendDescriptor_t pack = NULL;
   cudnnStatus_t status = dnn->create_descriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
-  int64_t uids[3] = {UID_IMAGE, UID_FILTER, UID_OUT};
-  void *pointers[3] = {image, filter, out};
   const char *what = "variant pack";
   if (status == CUDNN_STATUS_SUCCESS)
-    status = dnn->set_attribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3,
-                                uids);
+    status = dnn->set_attribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+                                count, uids);
   if (status == CUDNN_STATUS_SUCCESS)
     status = dnn->set_attribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
-                                CUDNN_TYPE_VOID_PTR, 3, pointers);
+                                CUDNN_TYPE_VOID_PTR, count, pointers);
   if (status == CUDNN_STATUS_SUCCESS)
     status = dnn->set_attribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
                                 &workspace);
@@ -364,4 +489,13 @@ tdm_cudnn_plan_run(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPlan
   *error = g_strdup_printf("%s (cuDNN engine %" G_GINT64_FORMAT "): %s", what, plan->engine,
                            text);
   return FALSE;
+}
+
+gboolean
+tdm_cudnn_plan_run(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPlan *plan,
+                   void *image, void *filter, void *out, void *workspace, char **error)
+{
+  int64_t uids[3] = {UID_IMAGE, UID_FILTER, UID_OUT};
+  void *pointers[3] = {image, filter, out};
+  return tdm_cudnn_plan_execute(dnn, handle, plan, 3, uids, pointers, workspace, error);
 }

@@ -4,6 +4,8 @@
  * engine configurations finalize into: the convolution engine's cuDNN candidates.
  * Tensors are NHWC, filters [out, kh, kw, in] (KRSC), as Tandem stores them, so no
  * layout changes. Not the choice among candidates (tdm-backend-cuda-conv-engine.c).
+ * Its building blocks (tensors, the convolution descriptor, heuristics to plans, a
+ * plan's run) serve the fused graph too (tdm-backend-cuda-conv-fused-graph.c).
  */
 #pragma once
 
@@ -18,13 +20,17 @@ typedef struct {
   int64_t workspace;           /* bytes it needs */
   int64_t engine;              /* cuDNN's global engine index */
   int rank;                    /* its place in the heuristics' list */
+  gboolean runtime_compiled;   /* compiled by cuDNN (NVRTC) as it was finalized */
+  int shared;                  /* owners beyond the first (tdm_cudnn_plan_share()) */
   struct _TdmCudnnKeep *keep;  /* the descriptors it was built from */
 } TdmCudnnPlan;
 
 /* Which engines a run accepts, by cuDNN's numerical notes: tensor cores on float32
  * data (TF32), Winograd and FFT change the rounding, so --precision fp32 takes none;
  * tf32 takes tensor cores; bf16 everything but FFT and reduced-precision sums. None
- * that is NONDETERMINISTIC, in any run. */
+ * that is NONDETERMINISTIC, in any run. No engine compiled at run time (its plan
+ * compiles with NVRTC as it is finalized, seconds a shape) but for a fused graph
+ * (tdm_cudnn_build_plans()'s runtime_compiled). */
 typedef struct {
   TdmPrecision precision;
 } TdmCudnnFilter;
@@ -41,7 +47,10 @@ GPtrArray *tdm_cudnn_conv_plans (const TdmCudnn *dnn, cudnnHandle_t handle,
                                  TdmConvDirection dir, const TdmConvShape *s, int operand,
                                  int output, TdmCudnnFilter filter, int most, int only_rank,
                                  gint64 only_engine, char **why_not);
+/* Drops one owner of plan: the last frees it. */
 void tdm_cudnn_plan_free (TdmCudnnPlan *plan);
+/* One more owner of plan (each calls tdm_cudnn_plan_free()); plan itself. */
+TdmCudnnPlan *tdm_cudnn_plan_share (TdmCudnnPlan *plan);
 
 /* Runs plan on the handle's stream: image is x (forward, wgrad) or dx (dgrad), filter is
  * w or dw, out is y or dy, as dir has them; each 16-byte aligned; workspace of
@@ -49,5 +58,51 @@ void tdm_cudnn_plan_free (TdmCudnnPlan *plan);
 gboolean tdm_cudnn_plan_run (const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPlan *plan,
                              void *image, void *filter, void *out, void *workspace,
                              char **error);
+
+/* The building blocks of a graph (for tdm-backend-cuda-conv-fused-graph.c). A graph
+ * under construction keeps its descriptors (they live as long as a plan built from
+ * them) and its first failure: a later call does nothing, so a graph is built call
+ * after call and checked once. */
+typedef struct {
+  const TdmCudnn *dnn;
+  struct _TdmCudnnKeep *keep;
+  cudnnStatus_t status;        /* the first failure's, or CUDNN_STATUS_SUCCESS */
+  const char *what;            /* the call that failed first */
+} TdmCudnnBuild;
+
+void tdm_cudnn_build_init (TdmCudnnBuild *bd, const TdmCudnn *dnn);
+/* A new descriptor of `type` (cudnnBackendDescriptorType_t), kept by bd; NULL once bd
+ * failed. */
+cudnnBackendDescriptor_t tdm_cudnn_build_make (TdmCudnnBuild *bd, int type);
+void tdm_cudnn_build_set (TdmCudnnBuild *bd, cudnnBackendDescriptor_t d, int name, int type,
+                          int64_t count, const void *value, const char *what);
+void tdm_cudnn_build_finalize (TdmCudnnBuild *bd, cudnnBackendDescriptor_t d,
+                               const char *what);
+/* A finalized tensor of n × c × h × w stored NHWC (a KRSC filter: k for n; a per-channel
+ * vector: 1 × c × 1 × 1), 16-byte aligned, identified by uid in a variant pack; a virtual
+ * one is a graph's intermediate, never stored. */
+cudnnBackendDescriptor_t tdm_cudnn_build_tensor (TdmCudnnBuild *bd, int64_t uid, int type,
+                                                 int64_t n, int64_t c, int64_t h, int64_t w,
+                                                 gboolean is_virtual);
+/* A finalized 2-D cross-correlation of shape s (stride, padding; float32 sums). */
+cudnnBackendDescriptor_t tdm_cudnn_build_convolution (TdmCudnnBuild *bd,
+                                                      const TdmConvShape *s);
+/* The plans of a finalized graph: the heuristics of each of `modes` (cudnnBackendHeurMode_t)
+ * listed one after the other (a rank is a place in that list; a later mode's engine that
+ * an earlier one gave a plan is left out), finalized as tdm_cudnn_conv_plans() says
+ * (most, only_rank, only_engine, filter, *why_not); engines compiled at run time too
+ * where runtime_compiled (each plan that fails to finalize then said in the debug log,
+ * with cuDNN's status and the call; only the first 8 configurations tried, as each
+ * failure may have cost seconds of compiling). Ends bd: the plans keep what they need. */
+GPtrArray *tdm_cudnn_build_plans (TdmCudnnBuild *bd, cudnnHandle_t handle,
+                                  cudnnBackendDescriptor_t graph, const int *modes,
+                                  int mode_count, TdmCudnnFilter filter,
+                                  gboolean runtime_compiled, int most,
+                                  int only_rank, gint64 only_engine, char **why_not);
+/* Runs plan with `count` tensors (their uids and 16-byte aligned pointers). FALSE with
+ * *error set when cuDNN refuses. */
+gboolean tdm_cudnn_plan_execute (const TdmCudnn *dnn, cudnnHandle_t handle,
+                                 const TdmCudnnPlan *plan, int count, const int64_t *uids,
+                                 void *const *pointers, void *workspace, char **error);
 
 G_END_DECLS

@@ -12,11 +12,14 @@
  * model, so every device of a kind agrees. A timed choice is found again on disk by
  * the next run, so two runs on one kind of GPU compute alike.
  * TANDEM_CONV=im2col turns the engine off (the replica's own composition, exactly as
- * before); =cudnn or =own prefers that kind wherever it takes the shape.
+ * before); =cudnn, =cudnn-fused or =own prefers that kind wherever it takes the shape.
+ * The rule never prefers a fused cuDNN plan (compiled at run time, seconds a shape)
+ * over another candidate: it is the rule's choice only where it is the only one.
  */
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-budget.h"
 #include "tdm-backend-cuda-conv-cache.h"
+#include "tdm-backend-cuda-conv-fused.h"
 #include "tdm-i18n.h"
 
 #define TIMED_RUNS 3
@@ -103,6 +106,7 @@ tdm_cuda_conv_engine_free(TdmBackend *b)
     g_free(e);
     cb->conv = NULL;
   }
+  tdm_conv_fused_forget(b);
   if (cb->cudnn != NULL) {
     cb->cudnn_api->destroy(cb->cudnn);
     cb->cudnn = NULL;
@@ -119,6 +123,8 @@ forced_kind(gboolean *off)
     return -1;
   if (g_str_equal(v, "cudnn"))
     return TDM_CONV_CUDNN;
+  if (g_str_equal(v, "cudnn-fused"))
+    return TDM_CONV_CUDNN_FUSED;
   if (g_str_equal(v, "own"))
     return TDM_CONV_OWN;
   return -1;
@@ -129,11 +135,13 @@ key_of(TdmBackend *b, const TdmConvLayout *l)
 {
   const TdmConvShape *s = &l->a->shape;
   /* The operands' types change what each candidate costs (a bf16 output needs no
-   * widening after a bf16-output plan), so they are part of the key. */
-  return g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d %s%s%s%s%s%s",
+   * widening after a bf16-output plan), so they are part of the key; a bn without its
+   * ReLU too (" linear"), as a fused plan's graph has the ReLU or not. */
+  return g_strdup_printf("%s n%d h%d w%d c%d o%d k%d p%d s%d %s%s%s%s%s%s%s",
                          direction_names[l->dir], s->n, s->h, s->w, s->c, s->out_c, s->kernel,
                          s->pad, s->stride, precision_names[CLAMP(b->precision, 0, 2)],
                          l->a->bn_mean != NULL ? " bn" : "",
+                         l->a->bn_mean != NULL && !l->a->bn_relu ? " linear" : "",
                          l->a->x_type == TDM_DTYPE_BF16 ? " x16" : "",
                          l->dir == TDM_CONV_FORWARD && l->a->y16 != NULL ? " y16" : "",
                          l->dir == TDM_CONV_DGRAD && l->a->dx16 != NULL ? " dx16" : "",
@@ -426,6 +434,9 @@ tdm_cuda_conv_choices(TdmBackend *b, TdmConvChoices *counts)
     case TDM_CONV_CUDNN:
       counts->cudnn++;
       break;
+    case TDM_CONV_CUDNN_FUSED:
+      counts->cudnn_fused++;
+      break;
     case TDM_CONV_OWN:
       counts->own++;
       break;
@@ -492,6 +503,21 @@ tdm_cuda_conv_need_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection d
   g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
   int i = named(list, name);
   return i < 0 ? 0 : tdm_conv_candidate_need(b, &l, g_ptr_array_index(list, i));
+}
+
+size_t
+tdm_cuda_conv_cudnn_workspace_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
+                                    const char *name)
+{
+  TdmConvLayout l;
+  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
+    return 0;
+  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
+  int i = named(list, name);
+  const TdmConvCandidate *c = i < 0 ? NULL : g_ptr_array_index(list, i);
+  if (c == NULL || c->plan == NULL)
+    return 0;
+  return (size_t)MAX(c->plan->workspace, c->rest_plan != NULL ? c->rest_plan->workspace : 0);
 }
 
 const char *

@@ -15,11 +15,16 @@
  * - "cudnn:eE:rR:f" / ":h": cuDNN's engine E, the R-th of its heuristics' list, writing
  *   float32 (f) or bf16 then widened (h); with ":c8", run on the input's channels padded
  *   to 8 (a bf16 image of 3: forward and weight gradient); with ":nM", a bf16 forward
- *   whose input the engine writes itself (normalized by the bn before, converted to
- *   bf16, padded) run in even chunks of at most M samples (tdm-conv-columns.h), each
+ *   or weight gradient (its chunks' sums added in float32 in their order, a bf16 plan's
+ *   widened first) whose input the engine writes itself (normalized by the bn before,
+ *   converted to bf16, padded) run in even chunks of at most M samples
+ *   (tdm-backend-cuda-conv-chunks.h), each
  *   chunk's copy of the input at most TDM_CONV_CHUNK_BYTES, by a plan built for M
  *   samples and, where the chunks are of two sizes, one of the same engine for M − 1
- *   (tdm-backend-cuda-conv-name.h spells the names).
+ *   (tdm-backend-cuda-conv-name.h spells the names);
+ * - "cudnn-fused:eE:rR:f" / ":h": a bf16 forward whose input the bn before normalizes
+ *   (stored as bf16), as one cuDNN graph that applies the bn and its ReLU as it reads x
+ *   (tdm-backend-cuda-conv-fused.h): no copy of the input.
  */
 #pragma once
 
@@ -35,6 +40,7 @@ typedef enum {
   TDM_CONV_IM2COL,
   TDM_CONV_OWN,
   TDM_CONV_CUDNN,
+  TDM_CONV_CUDNN_FUSED,
 } TdmConvKind;
 
 typedef struct {
@@ -44,6 +50,7 @@ typedef struct {
   TdmConvChunks chunks;        /* cuDNN: the batch's chunks (one: the whole batch) */
   gboolean float_out;          /* cuDNN: writes float32 itself */
   int pad_c;                   /* cuDNN: the input's channels padded to this, or 0 */
+  gboolean fused_relu;         /* cuDNN fused: its graph applies the bn's ReLU */
   double ms;                   /* measured, or 0 */
   char name[80];
 } TdmConvCandidate;
@@ -76,8 +83,8 @@ gboolean tdm_conv_layout (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection 
 void tdm_conv_prepare (TdmBackend *b, const TdmConvLayout *l);
 /* Every candidate that takes the call, in a workspace of its need (the engine's budget,
  * tdm-backend-cuda-conv-budget.h, then decides which may be chosen), in a fixed order
- * (im2col, own, then cuDNN's in its heuristics' order), every one deterministic (cuDNN's
- * NONDETERMINISTIC engines are never offered).
+ * (im2col, own, then cuDNN's in its heuristics' order, then cuDNN's fused), every one
+ * deterministic (cuDNN's NONDETERMINISTIC engines are never offered).
  * With `only`, that one candidate (a cached choice: no other plan is built), if it
  * still takes the call. */
 GPtrArray *tdm_conv_candidates_for (TdmBackend *b, const TdmConvLayout *l, const char *only);

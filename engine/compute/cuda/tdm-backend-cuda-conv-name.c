@@ -10,7 +10,8 @@ char *
 tdm_cudnn_name_format(const TdmCudnnName *n)
 {
   g_autofree char *chunk = n->chunk > 0 ? g_strdup_printf(":n%d", n->chunk) : g_strdup("");
-  return g_strdup_printf("cudnn:e%" G_GINT64_FORMAT ":r%d:%c%s%s", n->engine, n->rank, n->out,
+  return g_strdup_printf("%s:e%" G_GINT64_FORMAT ":r%d:%c%s%s",
+                         n->fused ? "cudnn-fused" : "cudnn", n->engine, n->rank, n->out,
                          n->padded ? ":c8" : "", chunk);
 }
 
@@ -34,9 +35,12 @@ gboolean
 tdm_cudnn_name_parse(const char *name, TdmCudnnName *n)
 {
   memset(n, 0, sizeof *n);
-  if (name == NULL || !g_str_has_prefix(name, "cudnn:e"))
+  if (name == NULL)
     return FALSE;
-  const char *p = name + strlen("cudnn:e");
+  n->fused = g_str_has_prefix(name, "cudnn-fused:e");
+  if (!n->fused && !g_str_has_prefix(name, "cudnn:e"))
+    return FALSE;
+  const char *p = name + strlen(n->fused ? "cudnn-fused:e" : "cudnn:e");
   gint64 rank = 0, chunk = 0;
   if (!number(&p, G_MAXINT64, &n->engine) || !g_str_has_prefix(p, ":r"))
     return FALSE;
@@ -56,7 +60,8 @@ tdm_cudnn_name_parse(const char *name, TdmCudnnName *n)
       return FALSE;
     n->chunk = (int)chunk;
   }
-  if (*p != '\0')
+  /* A fused plan reads the caller's input itself: never padded, never in chunks. */
+  if (*p != '\0' || (n->fused && (n->padded || n->chunk > 0)))
     return FALSE;
   /* One spelling: no leading zeros (the numbers read back as written). */
   g_autofree char *again = tdm_cudnn_name_format(n);

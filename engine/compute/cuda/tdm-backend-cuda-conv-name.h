@@ -5,7 +5,10 @@
  *   cudnn:e<engine>:r<rank>:<f|h>[:c8][:n<samples>]
  * its engine's global index, its rank in the heuristics' list, its output type (float32 or
  * bf16), the input's channels padded to 8, and the samples of its largest chunk where the
- * plan runs the batch in chunks (tdm-conv-columns.h's even chunks). One spelling per
+ * plan runs the batch in chunks (tdm-conv-columns.h's even chunks); or a fused plan's
+ *   cudnn-fused:e<engine>:r<rank>:<f|h>
+ * (tdm-backend-cuda-conv-fused.h: the bn before the conv applied by cuDNN's graph, on the
+ * whole batch, never padded). One spelling per
  * candidate: a name that does not read back to itself (a sign, a leading zero, a space,
  * anything after) is damaged, and a cache holding one is rebuilt. Knows nothing of
  * CUDA: tested on any machine.
@@ -23,6 +26,7 @@ typedef struct {
   char out;                    /* 'f': writes float32; 'h': bf16 */
   gboolean padded;             /* ":c8": the input's channels padded to 8 */
   int chunk;                   /* ":n<chunk>": the largest chunk's samples; 0: whole */
+  gboolean fused;              /* "cudnn-fused:": the bn before applied in cuDNN's graph */
 } TdmCudnnName;
 
 /* The name of a cuDNN candidate; free it. */

@@ -66,6 +66,9 @@ typedef struct {
   const struct _TdmCudnnApi *cudnn_api; /* the library that made it */
   gboolean cudnn_failed;
   struct _TdmConvEngine *conv;
+  /* cuDNN's fused plans listed so far, by graph (tdm-backend-cuda-conv-fused.c): each
+   * compiled at run time once per backend, not at each listing. */
+  GHashTable *fused_plans;
 
   GMutex lock;                 /* blocks, counters, upload ring */
   GHashTable *blocks;          /* device pointer → size in bytes */

@@ -45,6 +45,11 @@ gboolean tdm_cuda_conv_run_named (TdmBackend *b, const TdmConvArgs *a, TdmConvDi
  * layout's reservations and scratch); 0 when the name is not among them. */
 size_t tdm_cuda_conv_need_named (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
                                  const char *name);
+/* The bytes of cuDNN's own workspace the named cuDNN candidate asks for (the larger of
+ * its two plans' where its chunks are of two sizes), part of its need; 0 when the name
+ * is not among the call's candidates or is not cuDNN's. */
+size_t tdm_cuda_conv_cudnn_workspace_named (TdmBackend *b, const TdmConvArgs *a,
+                                            TdmConvDirection dir, const char *name);
 /* The chosen candidate's name for a direction of this call, choosing now if needed;
  * NULL when none takes it. Valid while the backend lives. */
 const char *tdm_cuda_conv_chosen (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir);
