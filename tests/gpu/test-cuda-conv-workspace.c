@@ -206,7 +206,7 @@ test_chunked(void)
       }
       for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir++) {
         size_t need = tdm_cuda_conv_need_named(b, &d.a, dir, "im2col");
-        g_assert_cmpuint(need, ==, tdm_conv_engine_im2col_bytes(&p.s, dir, prec == 1, FALSE));
+        g_assert_cmpuint(need, ==, tdm_conv_engine_im2col_bytes(&p.s, dir, prec == 1, FALSE, FALSE));
         /* Whole columns would need all n samples' beside the same scratch (in bf16,
          * the weights and, backward, dy as bf16, rounded up as the engine lays them
          * out); the chunks need less, and at least one sample's columns. */
@@ -377,8 +377,11 @@ test_bn_input_chunks(void)
     int forward_admitted = 0;
     for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir += 2) {
       g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(gpu_bf16, &d.a, dir);
-      /* The most the engine lets a candidate need: the chunked columns' budget. */
-      guint64 budget = tdm_conv_budget(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"));
+      /* The most the engine lets a candidate need: the chunked columns' budget, beyond
+       * the reservations every candidate of the call holds (tdm_conv_budget_beyond()). */
+      guint64 budget =
+          tdm_conv_budget_beyond(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"),
+                                 tdm_conv_engine_reserved_bytes(&d.a.shape, dir, TRUE, FALSE));
       int chunked = 0, admitted = 0;
       for (guint k = 0; k < names->len; k++) {
         const char *name = g_ptr_array_index(names, k);
