@@ -139,8 +139,8 @@ engine_runs(TdmReplica *r, TdmConvArgs *args, size_t *need, gboolean forward,
       forward ? tdm_backend_conv_engine_forward : tdm_backend_conv_engine_backward;
   const TdmConvShape *s = &args->shape;
   size_t keep = dy16_at_start ? (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s) *
-                                   s->out_c * sizeof(uint16_t)
-                             : 0;
+                                    s->out_c * sizeof(uint16_t)
+                              : 0;
   for (int tries = 0;; tries++) {
     if (run(r->backend, args)) {
       tdm_replica_workspace_holds(r, *need, 0);
@@ -411,8 +411,8 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
       for (int first = 0; first < n; first += chunk)
         tdm_backend_conv_dgrad_bf16(
             b, (void *)tdm_conv_advanced(dx, dx_type, (size_t)first * x_sample), dx_type,
-            g16 + (size_t)first * pixels * out_c, w16, col16, MIN(chunk, n - first), in_h,
-            in_w, in_c, out_c, kernel, kernel, pad, stride);
+            g16 + (size_t)first * pixels * out_c, w16, col16, MIN(chunk, n - first), in_h, in_w,
+            in_c, out_c, kernel, kernel, pad, stride);
       return dx_type;
     }
   } else if (widened) {
@@ -425,8 +425,8 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
     const uint16_t *g16 = at_start ? (const uint16_t *)r->columns : dy16;
     float *cols32 =
         (float *)((char *)r->columns + tdm_conv_staged_columns_at(&args.shape, at_start));
-    float *stage = (float *)((char *)r->columns +
-                             tdm_conv_staged_stage_at(&args.shape, at_start, bound));
+    float *stage =
+        (float *)((char *)r->columns + tdm_conv_staged_stage_at(&args.shape, at_start, bound));
     int chunk = tdm_conv_staged_chunk(&args.shape, bound);
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first);

@@ -754,7 +754,7 @@ tdm_replica_backward(TdmReplica *r, int n)
   /* dy as bf16 where the bn after a conv wrote it (at the workspace's start, or in place
    * in the gradient region), dy itself then not read; else NULL. */
   const uint16_t *dy16 = NULL;
-  gboolean dy_masked = FALSE; /* a block's start applied the ReLU of the end below it */
+  gboolean dy_masked = FALSE;       /* a block's start applied the ReLU of the end below it */
   TdmDtype dy_type = TDM_DTYPE_F32; /* a conv's input gradient for the bn below it */
   BnGather gather;             /* a conv's input left to it by the bn before it */
 
@@ -820,10 +820,10 @@ tdm_replica_backward(TdmReplica *r, int n)
       TdmDtype x_type = act_type(r, i);
       if (from_bn == NULL && x == NULL)
         x = frozen_bn_again(r, i - 1, n, dx, need_dx, &x_type);
-      dx_type = tdm_replica_conv_backward(r, dx, conv_dx_as_bf16(r, i), dw, dy, dy16, x,
-                                          x_type, from_bn, r->cols[i], r->conv_work[i], w, n,
-                                          l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,
-                                          l->pad, l->stride, l->out_h, l->out_w, need_dx);
+      dx_type = tdm_replica_conv_backward(r, dx, conv_dx_as_bf16(r, i), dw, dy, dy16, x, x_type,
+                                          from_bn, r->cols[i], r->conv_work[i], w, n, l->in_h,
+                                          l->in_w, l->in_c, l->out_c, l->kernel, l->pad,
+                                          l->stride, l->out_h, l->out_w, need_dx);
       break;
     }
     case TDM_LAYER_POOL:

@@ -362,8 +362,8 @@ chunked_call_bound(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
   TdmConvDirection dir = backward ? TDM_CONV_WGRAD : TDM_CONV_FORWARD;
   most = MAX(most, tdm_conv_engine_im2col_bytes(s, dir, bf16, FALSE, dy16_outside));
   if (backward && need_dx)
-    most = MAX(most,
-               tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE, dy16_outside));
+    most =
+        MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE, dy16_outside));
   return (size_t)tdm_conv_budget_beyond(
       most, tdm_conv_engine_reserved_bytes(s, dir, bf16, dy16_outside));
 }
@@ -554,9 +554,9 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   size_t columns, conv_work;
   widest_scratch(net, kind, precision, tdm_replica_stores_bf16(kind, precision), &columns,
                  &conv_work);
-  size_t per = (size_t)tdm_replica_infer_count(net) * tdm_replica_infer_floats(net) *
-                   sizeof(float) +
-               tdm_replica_infer_argmax_bytes(net) + net->classes * sizeof(float);
+  size_t per =
+      (size_t)tdm_replica_infer_count(net) * tdm_replica_infer_floats(net) * sizeof(float) +
+      tdm_replica_infer_argmax_bytes(net) + net->classes * sizeof(float);
   if (tdm_conv_columns_bound(kind) > 0) {
     /* Columns in chunks no longer grow with the evaluation's chunk, which then stays
      * the training's shard (its inference buffers, beyond the training's activations

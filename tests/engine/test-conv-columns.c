@@ -115,16 +115,16 @@ static void
 test_bytes(void)
 {
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TRUE, FALSE, FALSE), ==,
-                   18944 + 66382848);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+                   ==, 18944 + 66382848);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE, FALSE), ==,
                    205539840 + 66382848);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, FALSE, FALSE), ==,
-                   9 * (size_t)12544 * 147 * 4);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, FALSE, FALSE),
+                   ==, 9 * (size_t)12544 * 147 * 4);
   /* A float32 forward that writes bf16 stages the chunk's float32 product after the
    * columns: 6 samples of 7,375,872 + 3,211,264 bytes. */
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, TRUE, FALSE), ==,
-                   6 * (size_t)7375872 + 6 * (size_t)3211264);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, TRUE, FALSE),
+                   ==, 6 * (size_t)7375872 + 6 * (size_t)3211264);
   TdmConvComposition how = {.columns = TRUE, .bf16 = TRUE, .bf16_dx = TRUE, .params16 = TRUE};
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, 64 * MIB), ==, 66382848);
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, TRUE, FALSE, 64 * MIB), ==,
@@ -146,13 +146,13 @@ test_bytes(void)
   TdmConvShape direct = {128, 56, 56, 64, 256, 1, 0, 1};
   TdmConvComposition none = {.columns = FALSE};
   g_assert_cmpuint(tdm_conv_replica_bytes(&direct, &none, TRUE, TRUE, 64 * MIB), ==, 0);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE, FALSE), ==,
-                   32768 + 128 * (size_t)401408);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE, FALSE), ==,
-                   0);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+                   ==, 32768 + 128 * (size_t)401408);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE, FALSE),
+                   ==, 0);
   TdmConvShape wide = {3, 256, 256, 64, 64, 3, 1, 1};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE, FALSE), ==,
-                   73728 + (size_t)65536 * 576 * 2);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+                   ==, 73728 + (size_t)65536 * 576 * 2);
 }
 
 /* The plan's column workspace on a GPU in bf16: the most of the engine's budgets of each
@@ -196,7 +196,8 @@ test_plan(void)
   g_assert_cmpuint(205539840 + 66382848, ==, 271922688);
   g_assert_cmpuint(tdm_conv_budget_beyond(271922688, 205539840), ==, 339031552);
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
-  g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&stem, TDM_CONV_WGRAD, TRUE, TRUE), ==, 18944);
+  g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&stem, TDM_CONV_WGRAD, TRUE, TRUE), ==,
+                   18944);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE, TRUE), ==,
                    18944 + 66382848);
   g_assert_cmpuint(tdm_conv_budget_beyond(18944 + 66382848, 18944), ==, 133510656);
@@ -244,8 +245,9 @@ test_plan(void)
                   ==, 983420928 / (3 * 3211264 + 200704 + 4000));
   g_assert_cmpint(983420928 / (3 * 3211264 + 200704 + 4000), ==, 99);
   g_assert_cmpuint(983420928, ==, 1060491264 - 128 * 56 * 56 * 64 * 3);
-  g_assert_cmpuint(tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 0).activations,
-                   ==, 983420928);
+  g_assert_cmpuint(
+      tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 0).activations, ==,
+      983420928);
   g_assert_cmpint(
       tdm_replica_eval_capacity(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 10000), ==,
       512);

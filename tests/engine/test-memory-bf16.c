@@ -8,13 +8,12 @@
 #include "replica-step.h"
 #include "resnet18-cifar.h"
 #include "tdm-backend.h"
+#include "tdm-bf16.h"
 #include "tdm-dataset.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
-#include "tdm-replica.h"
 #include "tdm-replica-private.h"
-#include "replica-step.h"
-#include "tdm-bf16.h"
+#include "tdm-replica.h"
 #include "test-memory.h"
 
 #include <math.h>
@@ -337,14 +336,14 @@ test_bf16_block_gradients(void)
      * and 543,845,376 → 339,031,552 at 224 px; there no copy of the stem's output
      * gradient in the workspace (its bn writes it in place over the pool's in the
      * gradient region), 339,031,552 → 183,590,912. */
-    static const size_t totals[] = {
-        2071893652 - 2 * 512 * (size_t)131072 - 402673664 - 2 * 512 * (size_t)65536 -
-            (266485760 - 201310208),
-        4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
-            128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
-            128 * (size_t)802816 * sizeof(uint16_t) -
-            128 * (size_t)200704 * (sizeof(int32_t) - sizeof(uint8_t)) -
-            (543845376 - 183590912)};
+    static const size_t totals[] = {2071893652 - 2 * 512 * (size_t)131072 - 402673664 -
+                                        2 * 512 * (size_t)65536 - (266485760 - 201310208),
+                                    4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
+                                        128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
+                                        128 * (size_t)802816 * sizeof(uint16_t) -
+                                        128 * (size_t)200704 *
+                                            (sizeof(int32_t) - sizeof(uint8_t)) -
+                                        (543845376 - 183590912)};
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
