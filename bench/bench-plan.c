@@ -73,7 +73,7 @@ main(int argc, char **argv)
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, kind, precision);
     size_t out_bytes = buf.output * tdm_dtype_size(buf.output_type);
     size_t proj_bytes = buf.projection * tdm_dtype_size(buf.projection_type);
-    size_t arg_bytes = buf.argmax * sizeof(int32_t);
+    size_t arg_bytes = buf.argmax * buf.argmax_size;
     total += out_bytes + proj_bytes + arg_bytes;
     printf("| %d | %s %s%s | %d×%d×%d | %s | %zu | %zu | %zu %s | %zu %s |\n", i, l->name,
            kind_name(l->kind), l->fused_relu ? "+relu" : "", l->out_h, l->out_w, l->out_c,

@@ -100,7 +100,7 @@ tdm_k_relu_value(float v)
 /* V consecutive elements moved between memory and registers: V = 4 is one 16-byte
  * access for float and int32 and one 8-byte access for bfloat16, V = 8 two 16-byte
  * accesses for float and int32 and one for bfloat16 (the caller checks alignment: 16
- * bytes, or 8 for four bf16); any other V is element by element. bfloat16 values are read as floats
+ * bytes, or 8 for four bf16; bytes: 4 or 8); any other V is element by element. bfloat16 values are read as floats
  * and written rounded to nearest even (tdm_k_bf16_bits). The one vector-access type of
  * kernels/: files do not write their own float4 helpers. */
 template <int V>
@@ -198,6 +198,40 @@ struct tdm_k_vec {
     else
       for (int j = 0; j < V; j++)
         p[j] = v[j];
+  }
+
+  /* Bytes (0–255) held in int32 registers: V = 4 one 4-byte access, V = 8 one of 8. */
+  static __device__ __forceinline__ void
+  load(int32_t *v, const uint8_t *p)
+  {
+    if (V == 4 || V == 8) {
+      for (int q = 0; q < V; q += 4) {
+        unsigned t = *(const unsigned *)(p + q);
+        for (int j = 0; j < 4; j++)
+          v[q + j] = (int32_t)((t >> (8 * j)) & 0xffu);
+      }
+    } else {
+      for (int j = 0; j < V; j++)
+        v[j] = p[j];
+    }
+  }
+
+  static __device__ __forceinline__ void
+  store(uint8_t *p, const int32_t *v)
+  {
+    if (V == 4) {
+      *(unsigned *)p = (unsigned)(v[0] & 0xff) | (unsigned)(v[1] & 0xff) << 8 |
+                       (unsigned)(v[2] & 0xff) << 16 | (unsigned)(v[3] & 0xff) << 24;
+    } else if (V == 8) {
+      unsigned w[2];
+      for (int q = 0; q < 2; q++)
+        w[q] = (unsigned)(v[4 * q] & 0xff) | (unsigned)(v[4 * q + 1] & 0xff) << 8 |
+               (unsigned)(v[4 * q + 2] & 0xff) << 16 | (unsigned)(v[4 * q + 3] & 0xff) << 24;
+      *(uint2 *)p = make_uint2(w[0], w[1]);
+    } else {
+      for (int j = 0; j < V; j++)
+        p[j] = (uint8_t)v[j];
+    }
   }
 };
 

@@ -4,7 +4,7 @@
  * thread per V channels of an output (forward) or of an input (backward: it gathers the
  * outputs whose windows cover it, in the CPU reference's order, so the sums are the
  * same and nothing is scattered with atomics). V = 8 where the channels and the
- * pointers allow 16-byte accesses of bf16 (two of float32, two of the int32 argmax), 4
+ * pointers allow 16-byte accesses of bf16 (two of float32, one of 8 bytes of the argmax), 4
  * where 8 do not fit, else 1; each lane computes what one thread did before, in the
  * same order, so the bits do not depend on V. Indices are 32-bit where both tensors
  * have fewer than 2³¹ elements (nearly always: divisions are these kernels' main
@@ -53,10 +53,12 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
 
 /* Thread o: output pixel o / (c / V), channels [ch, ch + V). An index within a sample
  * fits int32 (the geometry's check), so only the sample's offset takes I. The first
- * maximum wins (strict >), NaN kept once first, as the CPU's loop has it. */
-template <int V, typename I, typename Y, typename X>
+ * maximum wins (strict >), NaN kept once first, as the CPU's loop has it; argmax (of A:
+ * a byte for windows of up to 256 positions, else int32) gets its position within the
+ * window, ky·k + kx. */
+template <int V, typename I, typename Y, typename X, typename A>
 __global__ void
-maxpool2d_forward_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, I groups)
+maxpool2d_forward_kernel(Y *y, A *argmax, const X *x, Pool2d g, I groups)
 {
   const int cv = g.c / V;
   const I sample = (I)g.h * (I)g.w * (I)g.c;
@@ -85,7 +87,7 @@ maxpool2d_forward_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, I groups)
         for (int j = 0; j < V; j++)
           if (at[j] < 0 || v[j] > best[j]) {
             best[j] = v[j];
-            at[j] = idx + j;
+            at[j] = ky * g.k + kx;
           }
       }
     }
@@ -97,9 +99,9 @@ maxpool2d_forward_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, I groups)
 /* The max of a training bn's output computed as x is read (BN; else x itself), each
  * value rounded to bf16 before the comparison, the first maximum of the rounded values
  * kept: the bits of bn_forward_bf16 then maxpool2d_forward. */
-template <bool BN, typename Y, typename X>
+template <bool BN, typename Y, typename X, typename A>
 __global__ void
-maxpool2d_forward_bn_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, size_t total,
+maxpool2d_forward_bn_kernel(Y *y, A *argmax, const X *x, Pool2d g, size_t total,
                             BnGather bn)
 {
   for (size_t o = blockIdx.x * (size_t)blockDim.x + threadIdx.x; o < total;
@@ -127,22 +129,23 @@ maxpool2d_forward_bn_kernel(Y *y, int32_t *argmax, const X *x, Pool2d g, size_t 
         v = __bfloat162float(__float2bfloat16_rn(v));
         if (at < 0 || v > best) {
           best = v;
-          at = idx;
+          at = ky * g.k + kx;
         }
       }
     }
     /* best is a bf16 value: either type's store keeps it. */
     tdm_k_store1(y + o, best);
-    argmax[o] = at;
+    argmax[o] = (A)at;
   }
 }
 
 /* Thread e: input pixel e / (c / V), channels [ch, ch + V): the sum over the outputs
  * covering it, rows then columns (the CPU's order); a max pool's adds only where the
- * output's argmax is this element, its gradient read only where a lane takes it. */
-template <bool MAX, int V, typename I, typename DX, typename DY>
+ * output's argmax is this element's position in its window, its gradient read only
+ * where a lane takes it. */
+template <bool MAX, int V, typename I, typename DX, typename DY, typename A>
 __global__ void
-pool2d_backward_kernel(DX *dx, const DY *dy, const int32_t *argmax, Pool2d g, I groups)
+pool2d_backward_kernel(DX *dx, const DY *dy, const A *argmax, Pool2d g, I groups)
 {
   const float area = window_area(g.k);
   const int cv = g.c / V;
@@ -152,7 +155,6 @@ pool2d_backward_kernel(DX *dx, const DY *dy, const int32_t *argmax, Pool2d g, I 
     int y0, y1, x0, x1;
     covering(in.y, g.k, g.s, g.p, g.oh, &y0, &y1);
     covering(in.x, g.k, g.s, g.p, g.ow, &x0, &x1);
-    const int32_t idx = (in.y * g.w + in.x) * g.c + ch;
     const I plane = in.img * (I)g.oh;
     float sum[V];
 #pragma unroll
@@ -165,10 +167,11 @@ pool2d_backward_kernel(DX *dx, const DY *dy, const int32_t *argmax, Pool2d g, I 
         if (MAX) {
           int32_t at[V];
           tdm_k_vec<V>::load(at, argmax + o);
+          const int32_t within = (in.y - (oy * g.s - g.p)) * g.k + (in.x - (ox * g.s - g.p));
           bool hit[V], any = false;
 #pragma unroll
           for (int j = 0; j < V; j++) {
-            hit[j] = at[j] == idx + j;
+            hit[j] = at[j] == within;
             any = any || hit[j];
           }
           if (!any)
@@ -249,16 +252,24 @@ lanes_fit(int v, int c, const void *p, size_t size)
   return c % v == 0 && ((uintptr_t)p & (access - 1)) == 0;
 }
 
-/* The widest lane count every tensor of a launch allows: 8, 4 or 1. */
+/* The widest lane count every tensor of a launch allows: 8, 4 or 1 (an argmax of A's). */
+template <typename A>
 static int
-pool_lanes(int c, const void *a, size_t a_size, const void *b, size_t b_size,
-           const int32_t *argmax)
+pool_lanes(int c, const void *a, size_t a_size, const void *b, size_t b_size, const A *argmax)
 {
   for (int v = 8; v > 1; v /= 2)
     if (lanes_fit(v, c, a, a_size) && lanes_fit(v, c, b, b_size) &&
-        (argmax == NULL || lanes_fit(v, c, argmax, sizeof(int32_t))))
+        (argmax == NULL || lanes_fit(v, c, argmax, sizeof(A))))
       return v;
   return 1;
+}
+
+/* Whether a max pool of windows of k×k keeps its argmax as bytes (tdm-backend.h's
+ * tdm_pool2d_argmax_size(): up to 256 positions). */
+static bool
+byte_argmax(int k)
+{
+  return (long long)k * k <= 256;
 }
 
 /* 32-bit indices where both the input's and the output's elements number < 2³¹: the
@@ -270,9 +281,9 @@ narrow(const Pool2d &g)
          (size_t)g.n * g.oh * g.ow * g.c <= INT32_MAX;
 }
 
-template <int V, typename I, typename Y, typename X>
+template <int V, typename I, typename Y, typename X, typename A>
 static void
-maxpool2d_forward_run(Y *y, int32_t *argmax, const X *x, const Pool2d &g, size_t total,
+maxpool2d_forward_run(Y *y, A *argmax, const X *x, const Pool2d &g, size_t total,
                       cudaStream_t stream)
 {
   size_t groups = total / V;
@@ -280,10 +291,9 @@ maxpool2d_forward_run(Y *y, int32_t *argmax, const X *x, const Pool2d &g, size_t
                                    stream>>>(y, argmax, x, g, (I)groups);
 }
 
-template <typename Y, typename X>
+template <typename Y, typename X, typename A>
 static void
-maxpool2d_forward_launch(Y *y, int32_t *argmax, const X *x, const Pool2d &g,
-                         cudaStream_t stream)
+maxpool2d_forward_launch(Y *y, A *argmax, const X *x, const Pool2d &g, cudaStream_t stream)
 {
   size_t total = (size_t)g.n * g.oh * g.ow * g.c;
   int v = pool_lanes(g.c, y, sizeof(Y), x, sizeof(X), argmax);
@@ -297,9 +307,9 @@ maxpool2d_forward_launch(Y *y, int32_t *argmax, const X *x, const Pool2d &g,
     maxpool2d_forward_run<1, uint32_t>(y, argmax, x, g, total, stream);
 }
 
-template <bool MAX, int V, typename I, typename DX, typename DY>
+template <bool MAX, int V, typename I, typename DX, typename DY, typename A>
 static void
-pool2d_backward_run(DX *dx, const DY *dy, const int32_t *argmax, const Pool2d &g, size_t total,
+pool2d_backward_run(DX *dx, const DY *dy, const A *argmax, const Pool2d &g, size_t total,
                     cudaStream_t stream)
 {
   size_t groups = total / V;
@@ -307,9 +317,9 @@ pool2d_backward_run(DX *dx, const DY *dy, const int32_t *argmax, const Pool2d &g
                                       stream>>>(dx, dy, argmax, g, (I)groups);
 }
 
-template <bool MAX, typename DX, typename DY>
+template <bool MAX, typename DX, typename DY, typename A>
 static void
-pool2d_backward_launch(DX *dx, const DY *dy, const int32_t *argmax, const Pool2d &g,
+pool2d_backward_launch(DX *dx, const DY *dy, const A *argmax, const Pool2d &g,
                        cudaStream_t stream)
 {
   size_t total = (size_t)g.n * g.h * g.w * g.c;
@@ -324,16 +334,12 @@ pool2d_backward_launch(DX *dx, const DY *dy, const int32_t *argmax, const Pool2d
     pool2d_backward_run<MAX, 1, uint32_t>(dx, dy, argmax, g, total, stream);
 }
 
-extern "C" cudaError_t
-tdm_k_maxpool2d_forward(void *y, bool y16, int32_t *argmax, const void *x, bool x16, int n,
-                        int h, int w, int c, int k, int s, int p, int oh, int ow,
+/* maxpool2d_forward_launch with argmax as its type (byte_argmax()) and x and y as theirs. */
+template <typename A>
+static void
+maxpool2d_forward_typed(void *y, bool y16, A *argmax, const void *x, bool x16, const Pool2d &g,
                         cudaStream_t stream)
 {
-  Pool2d g;
-  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
-    return cudaErrorInvalidValue;
-  if (n == 0)
-    return cudaSuccess;
   if (y16 && x16)
     maxpool2d_forward_launch((uint16_t *)y, argmax, (const uint16_t *)x, g, stream);
   else if (y16)
@@ -342,13 +348,29 @@ tdm_k_maxpool2d_forward(void *y, bool y16, int32_t *argmax, const void *x, bool 
     maxpool2d_forward_launch((float *)y, argmax, (const uint16_t *)x, g, stream);
   else
     maxpool2d_forward_launch((float *)y, argmax, (const float *)x, g, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool2d_forward(void *y, bool y16, void *argmax, const void *x, bool x16, int n,
+                        int h, int w, int c, int k, int s, int p, int oh, int ow,
+                        cudaStream_t stream)
+{
+  Pool2d g;
+  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
+    return cudaErrorInvalidValue;
+  if (n == 0)
+    return cudaSuccess;
+  if (byte_argmax(k))
+    maxpool2d_forward_typed(y, y16, (uint8_t *)argmax, x, x16, g, stream);
+  else
+    maxpool2d_forward_typed(y, y16, (int32_t *)argmax, x, x16, g, stream);
   return tdm_k_launched();
 }
 
-template <bool BN, typename X>
+template <bool BN, typename X, typename A>
 static void
-maxpool2d_forward_bn_launch(void *y, bool y16, int32_t *argmax, const X *x, Pool2d g,
-                            size_t total, BnGather bn, cudaStream_t stream)
+maxpool2d_forward_bn_launch(void *y, bool y16, A *argmax, const X *x, Pool2d g, size_t total,
+                            BnGather bn, cudaStream_t stream)
 {
   unsigned blocks = tdm_k_blocks(total, TDM_K_THREADS);
   if (y16)
@@ -359,8 +381,24 @@ maxpool2d_forward_bn_launch(void *y, bool y16, int32_t *argmax, const X *x, Pool
         (float *)y, argmax, x, g, total, bn);
 }
 
+template <typename A>
+static void
+maxpool2d_forward_bn_typed(void *y, bool y16, A *argmax, const void *x, bool x16, Pool2d g,
+                           size_t total, BnGather bn, cudaStream_t stream)
+{
+  if (x16 && bn.mean != NULL)
+    maxpool2d_forward_bn_launch<true>(y, y16, argmax, (const uint16_t *)x, g, total, bn, stream);
+  else if (x16)
+    maxpool2d_forward_bn_launch<false>(y, y16, argmax, (const uint16_t *)x, g, total, bn,
+                                       stream);
+  else if (bn.mean != NULL)
+    maxpool2d_forward_bn_launch<true>(y, y16, argmax, (const float *)x, g, total, bn, stream);
+  else
+    maxpool2d_forward_bn_launch<false>(y, y16, argmax, (const float *)x, g, total, bn, stream);
+}
+
 extern "C" cudaError_t
-tdm_k_maxpool2d_forward_bn(void *y, bool y16, int32_t *argmax, const void *x, bool x16,
+tdm_k_maxpool2d_forward_bn(void *y, bool y16, void *argmax, const void *x, bool x16,
                            const float *mean, const float *invstd, const float *gamma,
                            const float *beta, bool relu, int n, int h, int w, int c, int k,
                            int s, int p, int oh, int ow, cudaStream_t stream)
@@ -372,28 +410,18 @@ tdm_k_maxpool2d_forward_bn(void *y, bool y16, int32_t *argmax, const void *x, bo
   if (total == 0)
     return cudaSuccess;
   BnGather bn = {mean, invstd, gamma, beta, relu};
-  if (x16 && mean != NULL)
-    maxpool2d_forward_bn_launch<true>(y, y16, argmax, (const uint16_t *)x, g, total, bn, stream);
-  else if (x16)
-    maxpool2d_forward_bn_launch<false>(y, y16, argmax, (const uint16_t *)x, g, total, bn,
-                                       stream);
-  else if (mean != NULL)
-    maxpool2d_forward_bn_launch<true>(y, y16, argmax, (const float *)x, g, total, bn, stream);
+  if (byte_argmax(k))
+    maxpool2d_forward_bn_typed(y, y16, (uint8_t *)argmax, x, x16, g, total, bn, stream);
   else
-    maxpool2d_forward_bn_launch<false>(y, y16, argmax, (const float *)x, g, total, bn, stream);
+    maxpool2d_forward_bn_typed(y, y16, (int32_t *)argmax, x, x16, g, total, bn, stream);
   return tdm_k_launched();
 }
 
-extern "C" cudaError_t
-tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16,
-                         const int32_t *argmax, int n, int h, int w, int c, int k, int s, int p,
-                         int oh, int ow, cudaStream_t stream)
+template <typename A>
+static void
+maxpool2d_backward_typed(void *dx, bool dx16, const void *dy, bool dy16, const A *argmax,
+                         const Pool2d &g, cudaStream_t stream)
 {
-  Pool2d g;
-  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
-    return cudaErrorInvalidValue;
-  if (n == 0)
-    return cudaSuccess;
   if (dx16 && dy16)
     pool2d_backward_launch<true>((uint16_t *)dx, (const uint16_t *)dy, argmax, g, stream);
   else if (dx16)
@@ -402,6 +430,22 @@ tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16,
     pool2d_backward_launch<true>((float *)dx, (const uint16_t *)dy, argmax, g, stream);
   else
     pool2d_backward_launch<true>((float *)dx, (const float *)dy, argmax, g, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16, const void *argmax,
+                         int n, int h, int w, int c, int k, int s, int p, int oh, int ow,
+                         cudaStream_t stream)
+{
+  Pool2d g;
+  if (!geometry(&g, n, h, w, c, k, s, p, oh, ow))
+    return cudaErrorInvalidValue;
+  if (n == 0)
+    return cudaSuccess;
+  if (byte_argmax(k))
+    maxpool2d_backward_typed(dx, dx16, dy, dy16, (const uint8_t *)argmax, g, stream);
+  else
+    maxpool2d_backward_typed(dx, dx16, dy, dy16, (const int32_t *)argmax, g, stream);
   return tdm_k_launched();
 }
 
@@ -440,6 +484,6 @@ tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
     return cudaErrorInvalidValue;
   if (n == 0)
     return cudaSuccess;
-  pool2d_backward_launch<false>(dx, dy, (const int32_t *)NULL, g, stream);
+  pool2d_backward_launch<false>(dx, dy, (const uint8_t *)NULL, g, stream);
   return tdm_k_launched();
 }

@@ -195,20 +195,21 @@ cudaError_t tdm_k_global_maxpool_backward(float *dx, const float *dy, const int3
 
 /* pool2d.cu: pools with any window k, stride s and padding p (oh, ow: the floor
  * mode's output size). maxpool2d_forward reads x as float32 or (x16) bf16, widened, and
- * writes the maximum as float32 or (y16) rounded to bf16. */
-cudaError_t tdm_k_maxpool2d_forward(void *y, bool y16, int32_t *argmax, const void *x,
+ * writes the maximum as float32 or (y16) rounded to bf16; argmax, the maximum's position
+ * ky·k + kx within its window, as uint8 where k·k ≤ 256, else int32. */
+cudaError_t tdm_k_maxpool2d_forward(void *y, bool y16, void *argmax, const void *x,
                                     bool x16, int n, int h, int w, int c, int k, int s, int p,
                                     int oh, int ow, cudaStream_t stream);
 /* maxpool2d_forward of a training bn's output computed as x is read (mean NULL: no bn, x
  * itself), each value rounded to bf16 before the max (the first maximum of the rounded
  * values), as bn-value.cuh and the CPU reference compute it. */
-cudaError_t tdm_k_maxpool2d_forward_bn(void *y, bool y16, int32_t *argmax, const void *x,
+cudaError_t tdm_k_maxpool2d_forward_bn(void *y, bool y16, void *argmax, const void *x,
                                        bool x16, const float *mean, const float *invstd,
                                        const float *gamma, const float *beta, bool relu, int n,
                                        int h, int w, int c, int k, int s, int p, int oh, int ow,
                                        cudaStream_t stream);
 cudaError_t tdm_k_maxpool2d_backward(void *dx, bool dx16, const void *dy, bool dy16,
-                                     const int32_t *argmax, int n, int h, int w, int c, int k,
+                                     const void *argmax, int n, int h, int w, int c, int k,
                                      int s, int p, int oh, int ow, cudaStream_t stream);
 cudaError_t tdm_k_avgpool2d_forward(float *y, const float *x, int n, int h, int w, int c,
                                     int k, int s, int p, int oh, int ow, cudaStream_t stream);

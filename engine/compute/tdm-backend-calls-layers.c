@@ -205,7 +205,7 @@ pool2d_ok(TdmBackend *b, const char *op, TdmPool2d g)
 }
 
 void
-tdm_backend_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+tdm_backend_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                               const void *x, TdmDtype x_type, TdmPool2d g)
 {
   if (tdm_backend_enter(b) && pool2d_ok(b, "maxpool2d_forward", g) &&
@@ -215,7 +215,7 @@ tdm_backend_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *
 }
 
 void
-tdm_backend_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+tdm_backend_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                                  const void *x, TdmDtype x_type, const float *mean,
                                  const float *invstd, const float *gamma, const float *beta,
                                  bool relu, TdmPool2d g)
@@ -235,7 +235,7 @@ tdm_backend_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_
 
 void
 tdm_backend_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                               TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
+                               TdmDtype dy_type, const void *argmax, TdmPool2d g)
 {
   if (tdm_backend_enter(b) && pool2d_ok(b, "maxpool2d_backward", g) &&
       tdm_backend_input_ok(b, "maxpool2d_backward", dy_type) &&

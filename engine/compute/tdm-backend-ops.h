@@ -132,10 +132,10 @@ struct _TdmBackendOps {
                            int c, int k);
   void (*avgpool_backward) (TdmBackend *b, float *dx, const float *dy, int n, int h,
                             int w, int c, int k);
-  void (*maxpool2d_forward) (TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+  void (*maxpool2d_forward) (TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                              const void *x, TdmDtype x_type, TdmPool2d g);
   void (*maxpool2d_backward) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                              TdmDtype dy_type, const int32_t *argmax, TdmPool2d g);
+                              TdmDtype dy_type, const void *argmax, TdmPool2d g);
   void (*avgpool2d_forward) (TdmBackend *b, float *y, const float *x, TdmPool2d g);
   void (*avgpool2d_backward) (TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
   void (*global_avgpool_forward) (TdmBackend *b, float *y, const float *x, int n,
@@ -230,7 +230,7 @@ struct _TdmBackendOps {
                             const float *mean, const float *invstd, const float *gamma,
                             const float *beta, const void *a, TdmDtype a_type, int rows,
                             int channels);
-  void (*maxpool2d_forward_bn) (TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+  void (*maxpool2d_forward_bn) (TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                                 const void *x, TdmDtype x_type, const float *mean,
                                 const float *invstd, const float *gamma, const float *beta,
                                 bool relu, TdmPool2d g);

@@ -62,6 +62,19 @@ tdm_pool2d_valid(TdmPool2d g)
          g.oh == (g.h + 2 * g.p - g.k) / g.s + 1 && g.ow == (g.w + 2 * g.p - g.k) / g.s + 1;
 }
 
+/* The window positions a uint8 argmax tells apart: a max pool of k×k windows keeps, per
+ * output, the index ky·k + kx of its chosen input within its window, as a byte where the
+ * window has at most this many positions (k ≤ 16: every pool of the networks in use),
+ * else as an int32. */
+#define TDM_POOL2D_BYTE_WINDOW 256
+
+/* Bytes of one element of maxpool2d_forward's argmax for windows of k×k. */
+static inline size_t
+tdm_pool2d_argmax_size(int k)
+{
+  return (int64_t)k * k <= TDM_POOL2D_BYTE_WINDOW ? sizeof(uint8_t) : sizeof(int32_t);
+}
+
 /* A convolution's shape: n samples of h×w×c (NHWC) in, out_c channels out, square
  * kernel × kernel windows at `stride` over the input zero-padded by `pad` on every
  * side; the output is oh × ow with oh = (h + 2·pad − kernel) / stride + 1 (floor). */
@@ -123,7 +136,8 @@ typedef struct {
    * once from the float32 sum, as to_bf16 rounds) and y is not written. */
   uint16_t *y16;
   /* Backward: the output gradient, float32; or, when dy16 is not NULL, as bf16 at dy16
-   * (inside work, which the engine then leaves alone there) and dy is not read. */
+   * (at work's start, which the engine then leaves alone, or outside work, 16-byte
+   * aligned: no room is reserved for it then) and dy is not read. */
   const float *dy;
   const uint16_t *dy16;
   float *dx;                  /* backward: the input gradient, written; NULL: none wanted */
@@ -508,8 +522,8 @@ void tdm_backend_bn_backward_dx (TdmBackend *b, float *dx, const void *dy, TdmDt
                                  float inv_count, int rows, int channels);
 /* The same dx rounded to bfloat16 as to_bf16 rounds, the same bits as bn_backward_dx
  * then to_bf16, in one pass: the output gradient of a convolution whose products
- * read it as bf16 (--precision bf16), never written as float32. Only where
- * tdm_backend_has_bn_backward_dx_bf16(); elsewhere it fails. */
+ * read it as bf16 (--precision bf16), never written as float32. dx == dy allowed where
+ * dy is bf16. Only where tdm_backend_has_bn_backward_dx_bf16(); elsewhere it fails. */
 void tdm_backend_bn_backward_dx_bf16 (TdmBackend *b, uint16_t *dx, const void *dy,
                                       TdmDtype dy_type, const void *x, TdmDtype x_type,
                                       const float *mean, const float *invstd, const float *gamma,
@@ -527,9 +541,11 @@ void tdm_backend_avgpool_backward (TdmBackend *b, float *dx, const float *dy, in
                                    int w, int c, int k);
 /* Pooling with any window, stride and padding (TdmPool2d), PyTorch's MaxPool2d and
  * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, the
- * index within its sample (h·w·c) of the first maximum, windows scanned row by row.
- * Its backward gathers: dx at each input is the sum, over the outputs whose window
- * covers it (rows then columns in order), of dy where argmax chose it; written (dy and
+ * position ky·k + kx within its window of the first maximum, windows scanned row by
+ * row, each element tdm_pool2d_argmax_size(k) bytes (uint8, or int32 for windows of
+ * more than TDM_POOL2D_BYTE_WINDOW positions). Its backward gathers: dx at each input
+ * is the sum, over the outputs whose window covers it (rows then columns in order), of
+ * dy where argmax chose it; written (dy and
  * dx each float32, or bf16 where the backend takes it: each value read widened, each
  * sum rounded once; a bf16 run's block gradient in, tdm-replica-private.h's
  * block_grad_bf16(), and the stem bn's gradient out).
@@ -538,10 +554,10 @@ void tdm_backend_avgpool_backward (TdmBackend *b, float *dx, const float *dy, in
  * outputs, written. maxpool2d_forward reads x and writes y each as float32 or bf16
  * (y_type, x_type; bf16 where the backend takes it): the maximum of the widened values,
  * rounded once where y is bf16 (a bf16 x's maximum is one of its values, exact). */
-void tdm_backend_maxpool2d_forward (TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+void tdm_backend_maxpool2d_forward (TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                                     const void *x, TdmDtype x_type, TdmPool2d g);
 void tdm_backend_maxpool2d_backward (TdmBackend *b, void *dx, TdmDtype dx_type,
-                                     const void *dy, TdmDtype dy_type, const int32_t *argmax,
+                                     const void *dy, TdmDtype dy_type, const void *argmax,
                                      TdmPool2d g);
 /* maxpool2d_forward of v, a training bn's output computed from x (float32 or bf16) as it
  * is read, where tdm_backend_has_bf16_blocks() (elsewhere it fails): v = bn_forward_bf16's
@@ -551,7 +567,7 @@ void tdm_backend_maxpool2d_backward (TdmBackend *b, void *dx, TdmDtype dx_type,
  * The bits of bn_forward_bf16 then maxpool2d_forward, with no bn output written (the
  * stem of torchvision's ResNets: its bn, then a 3×3 pool of stride 2). */
 void tdm_backend_maxpool2d_forward_bn (TdmBackend *b, void *y, TdmDtype y_type,
-                                       int32_t *argmax, const void *x, TdmDtype x_type,
+                                       void *argmax, const void *x, TdmDtype x_type,
                                        const float *mean, const float *invstd,
                                        const float *gamma, const float *beta, bool relu,
                                        TdmPool2d g);

@@ -23,6 +23,14 @@ tdm_conv_budget(guint64 least)
   return MAX(twice, slack);
 }
 
+guint64
+tdm_conv_budget_beyond(guint64 least, guint64 reserved)
+{
+  reserved = MIN(reserved, least);
+  guint64 own = tdm_conv_budget(least - reserved);
+  return own > G_MAXUINT64 - reserved ? G_MAXUINT64 : reserved + own;
+}
+
 size_t
 tdm_conv_columns_bound(TdmBackendKind kind)
 {
@@ -58,15 +66,25 @@ tdm_conv_chunk_first(const TdmConvChunks *c, int i, int *m)
 }
 
 size_t
+tdm_conv_engine_reserved_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16,
+                               gboolean dy16_outside)
+{
+  if (!bf16)
+    return 0;
+  size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
+  size_t w16_at = dir != TDM_CONV_FORWARD && !dy16_outside ? up(rows * out_c * 2, 16) : 0;
+  return up(w16_at + out_c * k * 2, ENGINE_ALIGN);
+}
+
+size_t
 tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16,
-                             gboolean y16)
+                             gboolean y16, gboolean dy16_outside)
 {
   size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
-  size_t rows = (size_t)s->n * pixels;
   if (bf16) {
-    size_t w16_at = dir != TDM_CONV_FORWARD ? up(rows * out_c * 2, 16) : 0;
-    size_t scratch = up(w16_at + out_c * k * 2, ENGINE_ALIGN);
+    size_t scratch = tdm_conv_engine_reserved_bytes(s, dir, TRUE, dy16_outside);
     int chunk = tdm_conv_chunk_samples(s->n, pixels * k * 2, TDM_CONV_CHUNK_BYTES);
     return scratch + (size_t)chunk * pixels * k * 2;
   }
@@ -93,13 +111,13 @@ tdm_conv_replica_bytes(const TdmConvShape *s, const TdmConvComposition *how, gbo
   int chunk32 = tdm_conv_chunk_samples(s->n, pixels * k * sizeof(float), bound);
   size_t cols32 = (size_t)chunk32 * pixels * k * sizeof(float);
   if (!how->bf16 && ((!backward && how->y16) || (backward && how->dy16)))
-    return tdm_conv_staged_stage_at(s, backward, bound) +
+    return tdm_conv_staged_stage_at(s, backward && !how->dy16_outside, bound) +
            (size_t)tdm_conv_staged_chunk(s, bound) * pixels * out_c * sizeof(float);
   if (!how->bf16)
     return cols32;
   int chunk16 = tdm_conv_chunk_samples(s->n, pixels * k * sizeof(uint16_t), bound);
   size_t halves = (size_t)chunk16 * pixels * k;
-  if (backward)
+  if (backward && !how->dy16_outside)
     halves += rows * out_c;
   gboolean dx16 = need_dx && how->bf16_dx;
   if (!how->params16 && (!backward || dx16))
@@ -119,17 +137,17 @@ tdm_conv_staged_chunk(const TdmConvShape *s, size_t bound)
 }
 
 size_t
-tdm_conv_staged_columns_at(const TdmConvShape *s, gboolean backward)
+tdm_conv_staged_columns_at(const TdmConvShape *s, gboolean dy16_at_start)
 {
   size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
-  return backward ? up(rows * s->out_c * sizeof(uint16_t), 64) : 0;
+  return dy16_at_start ? up(rows * s->out_c * sizeof(uint16_t), 64) : 0;
 }
 
 size_t
-tdm_conv_staged_stage_at(const TdmConvShape *s, gboolean backward, size_t bound)
+tdm_conv_staged_stage_at(const TdmConvShape *s, gboolean dy16_at_start, size_t bound)
 {
   size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c;
   size_t columns = (size_t)tdm_conv_staged_chunk(s, bound) * pixels * k * sizeof(float);
-  return tdm_conv_staged_columns_at(s, backward) + up(columns, 64);
+  return tdm_conv_staged_columns_at(s, dy16_at_start) + up(columns, 64);
 }

@@ -64,16 +64,35 @@ tdm_conv_advanced (const void *p, TdmDtype t, size_t count)
  * workspace aligned to 256 bytes as the device's allocations are), in a bf16 run (bf16
  * columns after the layout's reservations: the output gradient as bf16 in backward, the
  * weights' room) or a float32 one (float32 columns, none for a 1×1 conv of stride 1,
- * and the float32 product staged where a forward writes y16). */
+ * and the float32 product staged where a forward writes y16). dy16_outside: a bf16
+ * backward whose caller holds the output gradient as bf16 outside the workspace
+ * (tdm_conv_engine_reserved_bytes()). */
 size_t tdm_conv_engine_im2col_bytes (const TdmConvShape *s, TdmConvDirection dir,
-                                     gboolean bf16, gboolean y16);
+                                     gboolean bf16, gboolean y16, gboolean dy16_outside);
 
 /* The most a convolution engine's candidate may need of the workspace when the least
  * any candidate of the call needs is `least` (tdm-backend-cuda-conv-budget.h): twice
  * that, or that and 64 MiB, whichever is more (cuDNN's plans differ by their own
- * workspace; columns are many times the operands). The memory plan's column workspace
- * is this of the most any call's column way needs, which is at least the call's least. */
+ * workspace; columns are many times the operands). */
 guint64 tdm_conv_budget (guint64 least);
+
+/* The budget of a call whose every candidate first takes `reserved` bytes of the
+ * workspace (the layout's reservations: the output gradient as bf16 in a bf16 backward,
+ * the weights' room): the reservations and tdm_conv_budget() of what the least-needing
+ * candidate takes beyond them, so that what all candidates hold alike is not doubled
+ * (the 224-px stem's weight gradient: 205.5 MB of output gradient before 20.6 MB of its
+ * own kernel's sums). reserved is taken as no more than least. The memory plan's column
+ * workspace is the most of this over the calls, with each call's column way as least
+ * (which is at least the call's least: the budget only grows with it). */
+guint64 tdm_conv_budget_beyond (guint64 least, guint64 reserved);
+
+/* The bytes every candidate of a call of shape s and direction dir takes from the
+ * workspace's start before its own scratch (tdm_conv_layout()'s reservations): in a
+ * bf16 run the output gradient as bf16 in backward (not where the caller gives it
+ * outside the workspace: dy16_outside) and the weights' room, aligned to 256 bytes;
+ * nothing in a float32 run. */
+size_t tdm_conv_engine_reserved_bytes (const TdmConvShape *s, TdmConvDirection dir,
+                                       gboolean bf16, gboolean dy16_outside);
 
 /* How the replica composes a conv itself (tdm-replica-conv.c), for
  * tdm_conv_replica_bytes(). */
@@ -86,27 +105,33 @@ typedef struct {
   gboolean y16;          /* float32 columns, forward: the output is stored as bf16, each
                           * chunk's float32 product staged after its columns, then rounded */
   gboolean dy16;         /* float32 columns, backward: the output gradient comes as bf16
-                          * at the workspace's start (the bn after the network's first
-                          * layer wrote it: bn_dx_to_conv()), each chunk's widened into a
-                          * stage after its columns; no input gradient */
+                          * (the bn after the network's first layer wrote it:
+                          * bn_dx_to_conv()), each chunk's widened into a stage after its
+                          * columns; no input gradient */
+  gboolean dy16_outside; /* backward: the output gradient as bf16 lies outside the
+                          * workspace (the bn after the conv wrote it in place,
+                          * tdm-replica-private.h's bn_dx_in_place()), not at its start */
 } TdmConvComposition;
 
 /* The bytes of the workspace the replica's own composition takes for a call of shape s
  * (forward, or backward with or without the input gradient) in chunks of `bound`
  * bytes of columns: its chunk of columns (bf16 after the whole output gradient as bf16
- * in backward, and the bf16 weights after them where the replica keeps none; float32
- * otherwise, and for an input gradient that does not go the bf16 way; float32 ones with
- * a float32 stage of the chunk's output or output gradient after them, 64-byte aligned,
- * where y16 or dy16 says, after the whole output gradient as bf16 in backward;
- * tdm_conv_staged_chunk() samples a chunk then). */
+ * in backward where it lies in the workspace, and the bf16 weights after them where the
+ * replica keeps none; float32 otherwise, and for an input gradient that does not go the
+ * bf16 way; float32 ones with a float32 stage of the chunk's output or output gradient
+ * after them, 64-byte aligned, where y16 or dy16 says, after the whole output gradient
+ * as bf16 in backward where it lies in the workspace; tdm_conv_staged_chunk() samples a
+ * chunk then). */
 size_t tdm_conv_replica_bytes (const TdmConvShape *s, const TdmConvComposition *how,
                                gboolean backward, gboolean need_dx, size_t bound);
 /* The samples of a chunk of the staged float32 way (TdmConvComposition's y16, dy16) of
  * a call of shape s: its float32 columns and its stage together within `bound`. */
 int tdm_conv_staged_chunk (const TdmConvShape *s, size_t bound);
 /* Where that way's float32 columns start in the workspace (bytes: after the whole output
- * gradient as bf16 in backward) and where the stage starts after a chunk's columns. */
-size_t tdm_conv_staged_columns_at (const TdmConvShape *s, gboolean backward);
-size_t tdm_conv_staged_stage_at (const TdmConvShape *s, gboolean backward, size_t bound);
+ * gradient as bf16 where the workspace holds it at its start, dy16_at_start: a backward
+ * whose output gradient is not outside) and where the stage starts after a chunk's
+ * columns. */
+size_t tdm_conv_staged_columns_at (const TdmConvShape *s, gboolean dy16_at_start);
+size_t tdm_conv_staged_stage_at (const TdmConvShape *s, gboolean dy16_at_start, size_t bound);
 
 G_END_DECLS

@@ -128,18 +128,19 @@ conv_args(TdmReplica *r, const void *x, TdmDtype x_type, const BnGather *bn, con
 /* The convolution engine's call, forward or backward: TRUE when it ran it, the
  * workspace noted as holding what its choice needs (*need, which the call writes).
  * Where the workspace holds less than the engine asks for (room to time its
- * candidates, then its choice), it grows (a dy16 the bn wrote moves with its start)
- * and the call is tried again. FALSE: the caller composes the convolution. */
+ * candidates, then its choice), it grows (a dy16 the bn wrote at its start,
+ * dy16_at_start, moves with it) and the call is tried again. FALSE: the caller composes
+ * the convolution. */
 static gboolean
 engine_runs(TdmReplica *r, TdmConvArgs *args, size_t *need, gboolean forward,
-            gboolean dy16_ready)
+            gboolean dy16_at_start)
 {
   gboolean (*run)(TdmBackend *, const TdmConvArgs *) =
       forward ? tdm_backend_conv_engine_forward : tdm_backend_conv_engine_backward;
   const TdmConvShape *s = &args->shape;
-  size_t keep = dy16_ready ? (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s) * s->out_c *
-                                 sizeof(uint16_t)
-                           : 0;
+  size_t keep = dy16_at_start ? (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s) *
+                                    s->out_c * sizeof(uint16_t)
+                              : 0;
   for (int tries = 0;; tries++) {
     if (run(r->backend, args)) {
       tdm_replica_workspace_holds(r, *need, 0);
@@ -150,19 +151,20 @@ engine_runs(TdmReplica *r, TdmConvArgs *args, size_t *need, gboolean forward,
       return FALSE;
     args->work = r->columns;
     args->work_bytes = r->columns_bytes;
-    if (dy16_ready)
+    if (dy16_at_start)
       args->dy16 = (const uint16_t *)r->columns;
   }
 }
 
 /* The workspace a conv composed here uses (tdm_conv_replica_bytes()): a chunk of bf16
- * columns, after the bf16 output gradient in backward, and the bf16 weights after them
- * where the replica keeps no params16; a chunk of float32 columns otherwise, with a
- * float32 stage after them where the forward writes a bf16 output (staged) or the
- * backward reads a bf16 output gradient (dy16). */
+ * columns, after the bf16 output gradient in backward (unless it lies outside the
+ * workspace: dy16_outside), and the bf16 weights after them where the replica keeps no
+ * params16; a chunk of float32 columns otherwise, with a float32 stage after them where
+ * the forward writes a bf16 output (staged) or the backward reads a bf16 output
+ * gradient (dy16). */
 static size_t
 own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gboolean need_dx,
-                  gboolean staged, gboolean dy16)
+                  gboolean staged, gboolean dy16, gboolean dy16_outside)
 {
   int rows = s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
   int k = s->c * s->kernel * s->kernel;
@@ -173,6 +175,7 @@ own_columns_bytes(TdmReplica *r, const TdmConvShape *s, gboolean backward, gbool
       .params16 = r->params16 != NULL,
       .y16 = staged,
       .dy16 = dy16,
+      .dy16_outside = dy16_outside,
   };
   return tdm_conv_replica_bytes(s, &how, backward, need_dx, r->columns_bound);
 }
@@ -258,7 +261,7 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
   gboolean staged = !bf16 && col != NULL && y16 != NULL && x_type == TDM_DTYPE_F32;
   if (col != NULL || bf16) {
     tdm_replica_workspace_holds(
-        r, own_columns_bytes(r, &args.shape, FALSE, FALSE, staged, FALSE), 0);
+        r, own_columns_bytes(r, &args.shape, FALSE, FALSE, staged, FALSE, FALSE), 0);
     col = r->columns;
   }
   /* The columns a chunk of samples at a time (tdm-conv-columns.h): each chunk's rows of
@@ -332,12 +335,13 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
  * so), which the convolution engine and bf16 columns write (each float32 sum rounded
  * once), the float32 ways not. Returns the type dx was written in. The columns live in the one
  * workspace that every layer's forward overwrote since, so they are built again from x (or,
- * with bn, from the bn's input, as the forward built them): the same bits. dy16_ready: the bn
- * after it wrote dy as bf16 already (bn_dx_as_conv_dy16(), into the workspace's second half,
- * which the bf16 columns leave alone), and dy is not read. */
+ * with bn, from the bn's input, as the forward built them): the same bits. dy16, where not
+ * NULL: the bn after it wrote dy as bf16 already (bn_dx_as_conv_dy16()), at the
+ * workspace's start, which the bf16 columns leave alone, or in place in the gradient
+ * region (bn_dx_in_place(): the workspace then holds no copy), and dy is not read. */
 TdmDtype
 tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
-                          const float *dy, gboolean dy16_ready, const void *x, TdmDtype x_type,
+                          const float *dy, const uint16_t *dy16, const void *x, TdmDtype x_type,
                           const BnGather *bn, float *col, float *work, const float *w, int n,
                           int in_h, int in_w, int in_c, int out_c, int kernel, int pad,
                           int stride, int out_h, int out_w, gboolean need_dx)
@@ -357,20 +361,22 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
   TdmConvArgs args =
       conv_args(r, x, x_type, bn, w, n, in_h, in_w, in_c, out_c, kernel, pad, stride, &need);
   args.dy = dy;
-  args.dy16 = dy16_ready ? (const uint16_t *)r->columns : NULL;
+  args.dy16 = dy16;
+  gboolean at_start = dy16 != NULL && dy16 == (const uint16_t *)r->columns;
+  gboolean outside = dy16 != NULL && !at_start;
   args.dx = need_dx && dx_type == TDM_DTYPE_F32 ? dx : NULL;
   args.dx16 = need_dx && dx_type == TDM_DTYPE_BF16 ? (uint16_t *)dx : NULL;
   args.dw = dw;
-  if (engine_runs(r, &args, &need, FALSE, dy16_ready))
+  if (engine_runs(r, &args, &need, FALSE, at_start))
     return dx_type;
   gboolean bf16 = tdm_replica_conv_bf16(r, col, kernel, pad, rows, k, out_c);
   /* A bf16 output gradient for float32 columns (bn_dx_to_conv(): the network's first
-   * layer, no input gradient). */
-  gboolean widened = !bf16 && dy16_ready;
+   * layer, no input gradient), at the workspace's start or outside it. */
+  gboolean widened = !bf16 && dy16 != NULL;
   if (col != NULL || bf16) {
-    size_t keep = dy16_ready ? (size_t)rows * out_c * sizeof(uint16_t) : 0;
+    size_t keep = at_start ? (size_t)rows * out_c * sizeof(uint16_t) : 0;
     tdm_replica_workspace_holds(
-        r, own_columns_bytes(r, &args.shape, TRUE, need_dx, FALSE, widened), keep);
+        r, own_columns_bytes(r, &args.shape, TRUE, need_dx, FALSE, widened, outside), keep);
     col = r->columns;
   }
   /* The columns a chunk of samples at a time (tdm-conv-columns.h): the weight gradient
@@ -379,9 +385,12 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
   size_t bound = r->columns_bound;
   size_t pixels = (size_t)out_h * out_w, x_sample = (size_t)in_h * in_w * in_c;
   if (bf16) {
-    uint16_t *dy16 = (uint16_t *)col, *col16 = dy16 + (size_t)rows * out_c;
-    if (!dy16_ready)
-      tdm_backend_to_bf16(b, dy16, dy, (size_t)rows * out_c);
+    /* dy as bf16 at the workspace's start, then a chunk of columns; or, where the bn
+     * wrote it outside, the columns from the start. */
+    const uint16_t *g16 = outside ? dy16 : (const uint16_t *)col;
+    uint16_t *col16 = outside ? (uint16_t *)col : (uint16_t *)col + (size_t)rows * out_c;
+    if (dy16 == NULL)
+      tdm_backend_to_bf16(b, (uint16_t *)col, dy, (size_t)rows * out_c);
     int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(uint16_t), bound);
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first);
@@ -393,7 +402,7 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
         a = col16;
       }
       tdm_backend_gemm_bf16(b, true, false, out_c, k, m * (int)pixels, 1.0f,
-                            dy16 + (size_t)first * pixels * out_c, out_c, a, k,
+                            g16 + (size_t)first * pixels * out_c, out_c, a, k,
                             first == 0 ? 0.0f : 1.0f, dw, k);
     }
     if (need_dx && tdm_replica_conv_bf16_dx(r, rows, k, out_c)) {
@@ -402,27 +411,29 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
       for (int first = 0; first < n; first += chunk)
         tdm_backend_conv_dgrad_bf16(
             b, (void *)tdm_conv_advanced(dx, dx_type, (size_t)first * x_sample), dx_type,
-            dy16 + (size_t)first * pixels * out_c, w16, col16, MIN(chunk, n - first), in_h,
-            in_w, in_c, out_c, kernel, kernel, pad, stride);
+            g16 + (size_t)first * pixels * out_c, w16, col16, MIN(chunk, n - first), in_h, in_w,
+            in_c, out_c, kernel, kernel, pad, stride);
       return dx_type;
     }
   } else if (widened) {
-    /* Each chunk's float32 columns after the bf16 output gradient, and that gradient's
-     * rows of the chunk widened after them: the same product as from float32 dy, on the
-     * bf16 values the bn wrote (its gradient rounded once, as the engine reads it). */
+    /* Each chunk's float32 columns after the bf16 output gradient (from the workspace's
+     * start where that gradient lies outside it), and that gradient's rows of the chunk
+     * widened after them: the same product as from float32 dy, on the bf16 values the bn
+     * wrote (its gradient rounded once, as the engine reads it). */
     g_assert(col != NULL && !need_dx && x_type == TDM_DTYPE_F32);
-    const uint16_t *dy16 = (const uint16_t *)r->columns;
+    /* At the start, it moved with the workspace where that grew. */
+    const uint16_t *g16 = at_start ? (const uint16_t *)r->columns : dy16;
     float *cols32 =
-        (float *)((char *)r->columns + tdm_conv_staged_columns_at(&args.shape, TRUE));
+        (float *)((char *)r->columns + tdm_conv_staged_columns_at(&args.shape, at_start));
     float *stage =
-        (float *)((char *)r->columns + tdm_conv_staged_stage_at(&args.shape, TRUE, bound));
+        (float *)((char *)r->columns + tdm_conv_staged_stage_at(&args.shape, at_start, bound));
     int chunk = tdm_conv_staged_chunk(&args.shape, bound);
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first);
       size_t out_at = (size_t)first * pixels * out_c;
       tdm_backend_im2col(b, cols32, (const float *)x + (size_t)first * x_sample, m, in_h, in_w,
                          in_c, kernel, kernel, pad, stride);
-      tdm_backend_from_bf16(b, stage, dy16 + out_at, (size_t)m * pixels * out_c);
+      tdm_backend_from_bf16(b, stage, g16 + out_at, (size_t)m * pixels * out_c);
       tdm_backend_gemm(b, true, false, out_c, k, m * (int)pixels, 1.0f, stage, out_c, cols32, k,
                        first == 0 ? 0.0f : 1.0f, dw, k);
     }

@@ -50,12 +50,12 @@ tdm_replica_infer_count(const TdmNetwork *net)
 }
 
 size_t
-tdm_replica_infer_argmax(const TdmNetwork *net)
+tdm_replica_infer_argmax_bytes(const TdmNetwork *net)
 {
   size_t most = 0;
   for (int i = 0; i < net->layer_count; i++)
     if (has_argmax(&net->layers[i]))
-      most = MAX(most, layer_out_floats(&net->layers[i]));
+      most = MAX(most, layer_out_floats(&net->layers[i]) * argmax_size(&net->layers[i]));
   return most;
 }
 
@@ -121,10 +121,10 @@ lay_out(TdmReplica *r)
 size_t
 tdm_replica_infer_arena_bytes(const TdmNetwork *net, gboolean stores16, size_t eval_capacity)
 {
-  size_t argmax = tdm_replica_infer_argmax(net);
+  size_t argmax = tdm_replica_infer_argmax_bytes(net);
   return (size_t)tdm_replica_infer_count(net) *
              arena_piece(eval_capacity * tdm_replica_infer_bytes(net, stores16)) +
-         (argmax > 0 ? arena_piece(eval_capacity * argmax * sizeof(int32_t)) : 0) +
+         (argmax > 0 ? arena_piece(eval_capacity * argmax) : 0) +
          arena_piece(eval_capacity * net->classes * sizeof(float));
 }
 
@@ -146,16 +146,16 @@ tdm_replica_infer_alloc(TdmReplica *r)
   r->infer_count = tdm_replica_infer_count(net);
   r->infer = g_new0(float *, r->infer_count);
   r->infer_acts = g_new0(float *, n + 1);
-  r->infer_argmax = g_new0(int32_t *, n);
+  r->infer_argmax = g_new0(void *, n);
   r->infer_proj_conv = g_new0(float *, n);
   r->infer_proj_bn = g_new0(float *, n);
   /* In the arena from its start, as tdm_replica_infer_arena_bytes() counts them. */
   size_t bytes = tdm_replica_infer_bytes(net, r->stores_bf16);
   for (int k = 0; k < r->infer_count; k++)
     r->infer[k] = take_piece(r, &at, ecap * bytes);
-  size_t argmax = tdm_replica_infer_argmax(net);
+  size_t argmax = tdm_replica_infer_argmax_bytes(net);
   if (argmax > 0)
-    r->infer_pool = take_piece(r, &at, ecap * argmax * sizeof(int32_t));
+    r->infer_pool = take_piece(r, &at, ecap * argmax);
   r->tta_logits = take_piece(r, &at, ecap * net->classes * sizeof(float));
   g_assert(at == tdm_replica_infer_arena_bytes(net, r->stores_bf16, ecap) &&
            at <= r->arena_bytes);
@@ -178,7 +178,7 @@ static void
 swap_layout(TdmReplica *r)
 {
   float **acts = r->acts, **proj_conv = r->proj_conv, **proj_bn = r->proj_bn;
-  int32_t **argmax = r->argmax;
+  void **argmax = r->argmax;
   r->acts = r->infer_acts;
   r->argmax = r->infer_argmax;
   r->proj_conv = r->infer_proj_conv;

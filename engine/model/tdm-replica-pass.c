@@ -136,12 +136,18 @@ dropout_key(const TdmReplica *r, int layer)
  * that conv reads its output gradient only as bf16 (its products on bf16 operands, its
  * input gradient too if it passes one on, no bias and no ReLU of its own), so the
  * float32 gradient would only be written to be rounded. The rounding is to_bf16's:
- * the same bits. NULL where the float32 path stays. */
+ * the same bits. NULL where the float32 path stays. Where the bn's own output gradient
+ * dy is bf16 in the gradient region and the conv passes no gradient on
+ * (bn_dx_in_place(): torchvision's stem), in place over dy. */
 static uint16_t *
-bn_dx_as_conv_dy16(TdmReplica *r, int i, int n)
+bn_dx_as_conv_dy16(TdmReplica *r, int i, int n, const void *dy, TdmDtype dy_type)
 {
   if (!bn_dx_to_conv(r->net, i, tdm_replica_bn16(r->backend)) || r->conv_work[i - 1] != NULL)
     return NULL;
+  if (bn_dx_in_place(r->net, i, r->stores_bf16, tdm_replica_bn16(r->backend))) {
+    g_assert(dy_type == TDM_DTYPE_BF16 && in_gradient_region(r, dy));
+    return (uint16_t *)dy;
+  }
   /* At the workspace's start, where the conv's backward reads it whatever way it was
    * chosen; the workspace grows where it holds less (a shape it was not sized for), so
    * that the gradient buffers never need to hold it (tdm_replica_gradient_bytes()).
@@ -619,7 +625,7 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
   if (!g16) {
     bn_backward(r, *dx, NULL, *dy, type, r->proj_conv[i], projection_type(r), n, pixels,
                 l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i]);
-    tdm_replica_conv_backward(r, skip, FALSE, dw, *dx, FALSE, r->acts[l->partner],
+    tdm_replica_conv_backward(r, skip, FALSE, dw, *dx, NULL, r->acts[l->partner],
                               act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
                               begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
                               l->out_h, l->out_w, TRUE);
@@ -637,10 +643,10 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
   bn_backward(r, NULL, (uint16_t *)r->columns, *dy, type, r->proj_conv[i], projection_type(r),
               n, pixels, l->out_c, gamma, beta, false, r->grads + l->bias_offset,
               r->bn_work[i]);
-  tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL, TRUE, r->acts[l->partner],
-                            act_type(r, l->partner), NULL, r->cols[i], NULL, w, n, begin->in_h,
-                            begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
-                            l->out_w, FALSE);
+  tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL, (const uint16_t *)r->columns,
+                            r->acts[l->partner], act_type(r, l->partner), NULL, r->cols[i],
+                            NULL, w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
+                            l->stride, l->out_h, l->out_w, FALSE);
   /* The compact input gradient, the pixels its 1×1 conv of no padding reads: that bf16
    * gradient times the bf16 weights, summed in float32, straight into the skip buffer
    * (the workspace may have moved as the conv grew it; the gradient with it). */
@@ -745,8 +751,10 @@ tdm_replica_backward(TdmReplica *r, int n)
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
   float *dy = r->grad_a, *dx = r->grad_b;
-  gboolean dy16_ready = FALSE; /* dy is in the conv's columns as bf16, not in dy */
-  gboolean dy_masked = FALSE;  /* a block's start applied the ReLU of the end below it */
+  /* dy as bf16 where the bn after a conv wrote it (at the workspace's start, or in place
+   * in the gradient region), dy itself then not read; else NULL. */
+  const uint16_t *dy16 = NULL;
+  gboolean dy_masked = FALSE;       /* a block's start applied the ReLU of the end below it */
   TdmDtype dy_type = TDM_DTYPE_F32; /* a conv's input gradient for the bn below it */
   BnGather gather;             /* a conv's input left to it by the bn before it */
 
@@ -772,8 +780,11 @@ tdm_replica_backward(TdmReplica *r, int n)
      * workspace): the region is free, and what this layer writes goes at its start,
      * where the plan gives it the whole region (tdm-replica-plan.c's
      * tdm_replica_gradient_bytes_of()). */
-    if (dy16_ready || !in_gradient_region(r, dy))
+    if ((dy16 != NULL && !in_gradient_region(r, dy16)) || !in_gradient_region(r, dy))
       dx = r->grad_a;
+    /* dy16 in place in the region (bn_dx_in_place()) only for a conv that passes no
+     * gradient on. */
+    g_assert(dy16 == NULL || !in_gradient_region(r, dy16) || !need_dx);
     /* The plan's promise: the input gradient fits where it goes (a half, or the whole
      * region from its start). */
     g_assert(l->kind == TDM_LAYER_RES_END || l->kind == TDM_LAYER_RES_BEGIN ||
@@ -809,10 +820,10 @@ tdm_replica_backward(TdmReplica *r, int n)
       TdmDtype x_type = act_type(r, i);
       if (from_bn == NULL && x == NULL)
         x = frozen_bn_again(r, i - 1, n, dx, need_dx, &x_type);
-      dx_type = tdm_replica_conv_backward(r, dx, conv_dx_as_bf16(r, i), dw, dy, dy16_ready, x,
-                                          x_type, from_bn, r->cols[i], r->conv_work[i], w, n,
-                                          l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,
-                                          l->pad, l->stride, l->out_h, l->out_w, need_dx);
+      dx_type = tdm_replica_conv_backward(r, dx, conv_dx_as_bf16(r, i), dw, dy, dy16, x, x_type,
+                                          from_bn, r->cols[i], r->conv_work[i], w, n, l->in_h,
+                                          l->in_w, l->in_c, l->out_c, l->kernel, l->pad,
+                                          l->stride, l->out_h, l->out_w, need_dx);
       break;
     }
     case TDM_LAYER_POOL:
@@ -850,7 +861,7 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_FLATTEN:
       continue; /* dy already is the input's gradient */
     case TDM_LAYER_BN:
-      dx16 = bn_dx_as_conv_dy16(r, i, n);
+      dx16 = bn_dx_as_conv_dy16(r, i, n, dy, dy_type);
       bn_backward(r, dx, dx16, dy, dy_type, x, act_type(r, i), n, pixels, l->out_c, w,
                   r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i]);
       break;
@@ -897,7 +908,7 @@ tdm_replica_backward(TdmReplica *r, int n)
     }
 
     announce(r, l);
-    dy16_ready = dx16 != NULL;
+    dy16 = dx16;
     dy_type = dx_type;
     /* dx holds the gradient now; the next goes to the other half of the region. */
     dy = dx;

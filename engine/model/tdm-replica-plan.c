@@ -25,8 +25,10 @@ tdm_replica_buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind,
     buf.output = out;
     buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   }
-  if (has_argmax(l))
+  if (has_argmax(l)) {
     buf.argmax = out;
+    buf.argmax_size = argmax_size(l);
+  }
   /* A whole convolution computes in float32: a bf16 run composes every one from
    * bf16 columns (tdm-replica-pass.c). */
   if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)) &&
@@ -313,10 +315,12 @@ conv_call_of(const TdmNetwork *net, int i, const TdmLayerBuffers *buf, int n, Td
 /* How the replica composes convolution s (tdm-replica-conv.c's tdm_replica_conv_bf16()
  * and _bf16_dx(); columns: the layer has columns) in a run of that precision (bf16)
  * whose replica keeps params16 or not: a 1×1 conv of no padding on bf16 operands in a
- * bf16 run, its columns its input (conv_bf16_columns()). */
+ * bf16 run, its columns its input (conv_bf16_columns()); y16, dy16: the staged float32
+ * way where the columns are float32; dy16_outside: a backward's output gradient as bf16
+ * outside the workspace (bn_dx_in_place()). */
 static TdmConvComposition
 composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean params16,
-               gboolean y16, gboolean dy16)
+               gboolean y16, gboolean dy16, gboolean dy16_outside)
 {
   size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
@@ -326,6 +330,7 @@ composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean 
       .bf16 = bf16 && (one || (columns && out_c <= k && (params16 || out_c <= rows))),
       .bf16_dx = params16 || rows * out_c + out_c * k <= rows * k,
       .params16 = params16,
+      .dy16_outside = dy16_outside,
   };
   /* Float32 columns (tdm-replica-conv.c): a bf16 output staged a chunk at a time, a bf16
    * output gradient widened so. */
@@ -334,28 +339,33 @@ composition_of(const TdmConvShape *s, gboolean columns, gboolean bf16, gboolean 
   return how;
 }
 
-/* What the column way of convolution s (of a layer with columns or not) takes of the
- * workspace on a backend that builds its columns in chunks, forward or backward (with
- * the input gradient where need_dx): the convolution engine's "im2col" candidate's need
+/* The most convolution s (of a layer with columns or not) may take of the workspace on
+ * a backend that builds its columns in chunks, forward or backward (with the input
+ * gradient where need_dx, and its output gradient as bf16 outside the workspace where
+ * dy16_outside): the engine's budget (tdm_conv_budget_beyond(), beyond the call's
+ * reservations) of its column way's need, the convolution engine's "im2col" candidate's
  * or the replica's own composition's, whichever is more. */
 static size_t
-chunked_call_bytes(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
+chunked_call_bound(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
                    TdmPrecision precision, gboolean backward, gboolean need_dx, gboolean y16,
-                   gboolean dy16)
+                   gboolean dy16, gboolean dy16_outside)
 {
   gboolean bf16 = precision == TDM_PRECISION_BF16;
   /* tdm_replica_conv_bf16() and _bf16_dx() for this replica: a bf16 one keeps params16
    * (tdm_replica_params16_bytes()). */
   gboolean params16 = bf16;
-  TdmConvComposition how = composition_of(s, columns, bf16, params16, y16, dy16);
+  dy16_outside = dy16_outside && backward && bf16;
+  TdmConvComposition how = composition_of(s, columns, bf16, params16, y16, dy16, dy16_outside);
   size_t most =
       tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
-  if (!backward)
-    return MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_FORWARD, bf16, FALSE));
-  most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_WGRAD, bf16, FALSE));
-  if (need_dx)
-    most = MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE));
-  return most;
+  /* Both directions of backward reserve the same (the output gradient, the weights). */
+  TdmConvDirection dir = backward ? TDM_CONV_WGRAD : TDM_CONV_FORWARD;
+  most = MAX(most, tdm_conv_engine_im2col_bytes(s, dir, bf16, FALSE, dy16_outside));
+  if (backward && need_dx)
+    most =
+        MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE, dy16_outside));
+  return (size_t)tdm_conv_budget_beyond(
+      most, tdm_conv_engine_reserved_bytes(s, dir, bf16, dy16_outside));
 }
 
 /* What the bf16 composition of a 1×1 conv of no padding takes of a CPU's workspace
@@ -365,31 +375,35 @@ one_by_one_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gbo
 {
   if (s->kernel != 1 || s->pad != 0)
     return 0;
-  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE, FALSE, FALSE);
+  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE, FALSE, FALSE, FALSE);
   return tdm_conv_replica_bytes(s, &how, backward, need_dx, 0);
 }
 
 /* Whether conv call i of a training step stages a float32 chunk beside its float32
  * columns (TdmConvComposition's y16 and dy16: tdm-replica-conv.c), forward (its output
  * stored as bf16, conv_output_bf16(), from a float32 input) or backward (its output
- * gradient written as bf16 by the bn after it, bn_dx_to_conv(): the first layer). */
+ * gradient written as bf16 by the bn after it, bn_dx_to_conv(): the first layer); and
+ * whether that bf16 output gradient lies outside the workspace (*dy16_outside: the bn
+ * wrote it in place in the gradient region, bn_dx_in_place()), whatever its columns. */
 static void
 staged_of(const TdmNetwork *net, int i, TdmPrecision precision, gboolean stores16,
-          gboolean *y16, gboolean *dy16)
+          gboolean *y16, gboolean *dy16, gboolean *dy16_outside)
 {
   gboolean conv = net->layers[i].kind == TDM_LAYER_CONV;
+  gboolean bf16 = precision == TDM_PRECISION_BF16;
   *y16 = conv && conv_output_bf16(net, i, stores16) && !input_bf16(net, i, stores16);
-  *dy16 = conv && i + 1 < net->layer_count &&
-          bn_dx_to_conv(net, i + 1, precision == TDM_PRECISION_BF16);
+  *dy16 = conv && i + 1 < net->layer_count && bn_dx_to_conv(net, i + 1, bf16);
+  *dy16_outside = *dy16 && bn_dx_in_place(net, i + 1, stores16, bf16);
 }
 
 /* What the staged float32 way of conv call s takes of a CPU's workspace (the whole batch
  * at once) where it stages (staged_of()): 0 elsewhere. */
 static size_t
 staged_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gboolean y16,
-             gboolean dy16)
+             gboolean dy16, gboolean dy16_outside)
 {
-  TdmConvComposition how = composition_of(s, columns, TRUE, TRUE, y16, dy16);
+  TdmConvComposition how =
+      composition_of(s, columns, TRUE, TRUE, y16, dy16, backward && dy16_outside);
   if ((backward && !how.dy16) || (!backward && !how.y16))
     return 0;
   return tdm_conv_replica_bytes(s, &how, backward, FALSE, 0);
@@ -399,14 +413,16 @@ staged_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gboolea
  * evaluating `eval_capacity` a chunk: 0 where no layer has columns or a whole
  * convolution's scratch. On a backend that builds whole columns (the CPU), the widest
  * layer's at the larger capacity, or the largest whole-convolution scratch. On one that
- * builds them in chunks (a GPU, tdm-conv-columns.h), the convolution engine's budget
- * (tdm_conv_budget()) of the most any layer's column way takes, forward at the larger
- * capacity, backward (the output gradient as bf16 kept whole beside a chunk of columns)
- * at the training's: every call's least-needing candidate needs no more than its column
- * way, so no candidate the engine may choose needs more (the replica's columns_limit is
- * the engine's work_limit, and the replica's own composition is the column way), and
- * the training's forward at its capacity too where the composition stages a bf16 output
- * (staged_of()). Float32 outputs in a float32 run: no bf16 output is staged. */
+ * builds them in chunks (a GPU, tdm-conv-columns.h), the most of the convolution
+ * engine's budgets (tdm_conv_budget_beyond(), beyond each call's reservations) of each
+ * call's column way, forward at the larger capacity, backward (the output gradient as
+ * bf16 kept whole beside a chunk of columns, unless it lies outside the workspace) at
+ * the training's: every call's least-needing candidate needs no more than its column
+ * way, so no candidate the engine may choose, or time while choosing, needs more (the
+ * replica's columns_limit is the engine's work_limit, and the replica's own
+ * composition is the column way), and the training's forward at its capacity too where
+ * the composition stages a bf16 output (staged_of()). Float32 outputs in a float32 run:
+ * no bf16 output is staged. */
 size_t
 tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
                              TdmPrecision precision, gboolean stores16, size_t capacity,
@@ -425,40 +441,39 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
     for (int i = 0; precision == TDM_PRECISION_BF16 && i < net->layer_count; i++) {
       TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
       TdmConvShape s;
-      gboolean y16, dy16;
-      staged_of(net, i, precision, stores16, &y16, &dy16);
+      gboolean y16, dy16, dy16_outside;
+      staged_of(net, i, precision, stores16, &y16, &dy16, &dy16_outside);
       if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
         need = MAX(need, one_by_one_bytes(&s, buf.columns > 0, FALSE, FALSE));
       if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s)) {
         need = MAX(need, one_by_one_bytes(&s, buf.columns > 0, TRUE, i > 0));
-        need = MAX(need, staged_bytes(&s, buf.columns > 0, FALSE, y16, dy16));
-        need = MAX(need, staged_bytes(&s, buf.columns > 0, TRUE, y16, dy16));
+        need = MAX(need, staged_bytes(&s, buf.columns > 0, FALSE, y16, dy16, FALSE));
+        need = MAX(need, staged_bytes(&s, buf.columns > 0, TRUE, y16, dy16, dy16_outside));
       }
     }
     return need;
   }
-  size_t need = conv_work * sizeof(float);
+  size_t need = conv_work > 0 ? (size_t)tdm_conv_budget(conv_work * sizeof(float)) : 0;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
     TdmConvShape s;
-    gboolean y16, dy16;
-    staged_of(net, i, precision, stores16, &y16, &dy16);
+    gboolean y16, dy16, dy16_outside;
+    staged_of(net, i, precision, stores16, &y16, &dy16, &dy16_outside);
     if (most > 0 && conv_call_of(net, i, &buf, (int)most, &s))
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, FALSE, FALSE,
-                                          FALSE, FALSE));
+      need = MAX(need, chunked_call_bound(&s, buf.columns > 0, kind, precision, FALSE, FALSE,
+                                          FALSE, FALSE, FALSE));
     /* The training's forward, which may stage its bf16 output; the network's first layer
-     * passes no gradient on. */
+     * passes no gradient on; where the bn after it wrote its output gradient in place in
+     * the gradient region (bn_dx_in_place()), its workspace holds none. */
     if (capacity > 0 && conv_call_of(net, i, &buf, (int)capacity, &s)) {
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, FALSE, FALSE,
-                                          y16, FALSE));
-      need = MAX(need, chunked_call_bytes(&s, buf.columns > 0, kind, precision, TRUE, i > 0,
-                                          FALSE, dy16));
+      need = MAX(need, chunked_call_bound(&s, buf.columns > 0, kind, precision, FALSE, FALSE,
+                                          y16, FALSE, FALSE));
+      need = MAX(need, chunked_call_bound(&s, buf.columns > 0, kind, precision, TRUE, i > 0,
+                                          FALSE, dy16, dy16_outside));
     }
   }
   /* No layer with columns, a whole convolution's scratch or a bf16 1×1 conv: none. */
-  if (need == 0)
-    return 0;
-  return (size_t)tdm_conv_budget(need);
+  return need;
 }
 
 /* A block's skip gradient lives from the walk back reaching its end to reaching its
@@ -539,9 +554,9 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   size_t columns, conv_work;
   widest_scratch(net, kind, precision, tdm_replica_stores_bf16(kind, precision), &columns,
                  &conv_work);
-  size_t per = (size_t)tdm_replica_infer_count(net) * tdm_replica_infer_floats(net) *
-                   sizeof(float) +
-               tdm_replica_infer_argmax(net) * sizeof(int32_t) + net->classes * sizeof(float);
+  size_t per =
+      (size_t)tdm_replica_infer_count(net) * tdm_replica_infer_floats(net) * sizeof(float) +
+      tdm_replica_infer_argmax_bytes(net) + net->classes * sizeof(float);
   if (tdm_conv_columns_bound(kind) > 0) {
     /* Columns in chunks no longer grow with the evaluation's chunk, which then stays
      * the training's shard (its inference buffers, beyond the training's activations

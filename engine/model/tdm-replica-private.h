@@ -51,7 +51,7 @@ void tdm_replica_conv_forward (TdmReplica *r, float *y, uint16_t *y16, const voi
                                const float *w, int n, int in_h, int in_w, int in_c, int out_c,
                                int kernel, int pad, int stride, int out_h, int out_w);
 TdmDtype tdm_replica_conv_backward (TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
-                                    const float *dy, gboolean dy16_ready, const void *x,
+                                    const float *dy, const uint16_t *dy16, const void *x,
                                     TdmDtype x_type, const BnGather *bn, float *col, float *work,
                                     const float *w, int n, int in_h, int in_w, int in_c,
                                     int out_c, int kernel, int pad, int stride, int out_h,
@@ -199,6 +199,24 @@ bn_dx_to_conv(const TdmNetwork *net, int i, gboolean bn16)
   if (conv->kind != TDM_LAYER_CONV || conv->bias_count != 0 || conv->fused_relu)
     return FALSE;
   return conv_bf16_columns(net, conv) || (i == 1 && col_floats_per_sample(net, conv) > 0);
+}
+
+/* Whether bn layer i writes that bf16 gradient (bn_dx_to_conv()) in place over its own
+ * output gradient in the gradient region, not at the workspace's start: where the conv
+ * before it is the network's first layer (it passes no gradient on: nothing else is
+ * written while it reads) and the max pool after the bn, one that does not tile, wrote
+ * the bn's output gradient there as bf16 of the same shape (pool_dx_bf16(); the pool's
+ * input gradient is always in the region): torchvision's stem. bn_backward_dx_bf16 reads
+ * each element before it writes it. The conv's backward reads it there, and the
+ * workspace holds no copy of it (205.5 MB at 224 px, batch 128). */
+static inline gboolean pool_dx_bf16(const TdmNetwork *net, int i, gboolean stores16);
+
+static inline gboolean
+bn_dx_in_place(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
+{
+  return i == 1 && bn_dx_to_conv(net, i, bn16) && i + 1 < net->layer_count &&
+         net->layers[i + 1].kind == TDM_LAYER_POOL &&
+         !tdm_layer_pool_tiles(&net->layers[i + 1]) && pool_dx_bf16(net, i + 1, stores16);
 }
 
 /* Whether bn layer i, with a ReLU of its own, has no buffer in training because the
@@ -555,6 +573,18 @@ has_argmax(const TdmLayer *l)
   return l->kind == TDM_LAYER_POOL || l->kind == TDM_LAYER_GLOBAL_MAX;
 }
 
+/* Bytes of an element of a max pool's argmax: a pool that does not tile runs as
+ * maxpool2d, whose argmax is the position within the window (a byte for windows of up to
+ * 256 positions: tdm_pool2d_argmax_size()); the tiling and global pools keep int32
+ * indices into their input. */
+static inline size_t
+argmax_size(const TdmLayer *l)
+{
+  return l->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(l)
+             ? tdm_pool2d_argmax_size(l->kernel)
+             : sizeof(int32_t);
+}
+
 /* A pool layer's geometry for maxpool2d / avgpool2d over n samples. */
 static inline TdmPool2d
 pool2d_of(const TdmLayer *l, int n)
@@ -607,7 +637,7 @@ training_pieces(const TdmLayerBuffers *buf, size_t cap)
   if (buf->projection > 0)
     bytes += arena_piece(cap * buf->projection * tdm_dtype_size(buf->projection_type));
   if (buf->argmax > 0)
-    bytes += arena_piece(cap * buf->argmax * sizeof(int32_t));
+    bytes += arena_piece(cap * buf->argmax * buf->argmax_size);
   return bytes;
 }
 
@@ -644,8 +674,9 @@ size_t tdm_replica_infer_bytes (const TdmNetwork *net, gboolean stores16);
 /* How many rotate: two, and one more for each level of residual blocks whose input
  * waits for its end. */
 int tdm_replica_infer_count (const TdmNetwork *net);
-/* Int32 per sample of the argmax scratch the inference pass's max pools write. */
-size_t tdm_replica_infer_argmax (const TdmNetwork *net);
+/* Bytes per sample of the argmax scratch the inference pass's max pools write (the
+ * widest pool's, each element argmax_size()). */
+size_t tdm_replica_infer_argmax_bytes (const TdmNetwork *net);
 /* Places the buffers above for eval_capacity samples, and the views' logits, in the
  * activation arena (r->arena, which holds tdm_replica_infer_bytes()), then lays out the
  * pass over them. */

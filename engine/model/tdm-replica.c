@@ -66,7 +66,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
                    tdm_backend_has_bn_bf16_input(b) && tdm_backend_has_bf16_blocks(b);
   int n = net->layer_count;
   r->acts = g_new0(float *, n + 1);
-  r->argmax = g_new0(int32_t *, n);
+  r->argmax = g_new0(void *, n);
   r->cols = g_new0(float *, n);
   r->conv_work = g_new0(float *, n);
   r->bn_work = g_new0(float *, n);
@@ -134,7 +134,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
       r->proj_conv[i] = arena_take(
           r, &at, (size_t)capacity * buf.projection * tdm_dtype_size(buf.projection_type));
     if (buf.argmax > 0)
-      r->argmax[i] = arena_take(r, &at, (size_t)capacity * buf.argmax * sizeof(int32_t));
+      r->argmax[i] = arena_take(r, &at, (size_t)capacity * buf.argmax * buf.argmax_size);
     if (buf.columns > 0)
       r->cols[i] = r->columns;
     if (buf.conv_work > 0)

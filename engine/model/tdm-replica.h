@@ -88,7 +88,8 @@ struct _TdmReplica {
   /* private */
   float **acts;                 /* [layer_count + 1]: input, then each layer's output
                                  * (none for a first conv run with its pool as one) */
-  int32_t **argmax;             /* [layer_count]: max and global max pools */
+  void **argmax;                /* [layer_count]: max and global max pools, elements of
+                                 * TdmLayerBuffers.argmax_size */
   float **cols;                 /* [layer_count]: im2col columns of convs, projections:
                                  * the one column workspace (`columns`), or NULL */
   float **conv_work;            /* [layer_count]: the scratch of convs the backend runs
@@ -107,11 +108,11 @@ struct _TdmReplica {
                                  * (tdm_conv_columns_bound() of its backend's kind) */
   float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
                                  * of the rotating `infer` buffers (tdm-replica-infer.c) */
-  int32_t **infer_argmax;       /* [layer_count]: the inference pass's argmax scratch */
+  void **infer_argmax;          /* [layer_count]: the inference pass's argmax scratch */
   float **infer_proj_conv, **infer_proj_bn; /* [layer_count]: its projections' outputs */
   float **infer;                /* [infer_count]: eval_capacity × the widest activation */
   int infer_count;              /* 2 + the deepest nesting of residual blocks */
-  int32_t *infer_pool;          /* the argmax of the widest max pool, eval_capacity */
+  void *infer_pool;             /* the argmax of the widest max pool, eval_capacity */
   gboolean inferring;           /* the inference buffers are in place (infer_begin) */
   float **bn_work;              /* [layer_count]: bn and projections: the backward's
                                  * sums (2·C), mean and invstd (2·C), one statistics
@@ -261,7 +262,9 @@ typedef struct {
                          * their readers take bf16: half the bytes. A bn that ends a
                          * residual block keeps no output: the block's end computes it
                          * as it adds */
-  size_t argmax;      /* int32: a max pool's chosen inputs */
+  size_t argmax;      /* elements of argmax_size bytes: a max pool's chosen inputs */
+  size_t argmax_size; /* a byte where a pool's window has ≤ 256 positions (maxpool2d's
+                       * index within the window), else int32 (tdm-backend.h) */
   size_t columns;     /* floats: a convolution's im2col columns, built in the one column
                        * workspace (the largest layer's, not a sum) */
   size_t bn_work;     /* floats, not per sample: a BN's batch statistics and sums */

@@ -347,6 +347,16 @@ test_bn_dx(void)
                                     1.0f / rows, rows, c);
     g_autofree uint16_t *want = to_bf16_host(dx, n);
     g_assert_cmpmem(dx16, n * 2, want, n * 2);
+    /* From a bf16 dy, into a buffer of its own and in place over it (the stem's bn,
+     * tdm-replica-private.h's bn_dx_in_place()): the same bits. */
+    g_autofree uint16_t *dyb = to_bf16_host(dy, n);
+    tdm_backend_bn_backward_dx_bf16(b, dx16, dyb, TDM_DTYPE_BF16, x, TDM_DTYPE_F32, p, p + c,
+                                    p + 2 * c, p + 3 * c, relu, p + 4 * c, p + 5 * c,
+                                    1.0f / rows, rows, c);
+    tdm_backend_bn_backward_dx_bf16(b, dyb, dyb, TDM_DTYPE_BF16, x, TDM_DTYPE_F32, p, p + c,
+                                    p + 2 * c, p + 3 * c, relu, p + 4 * c, p + 5 * c,
+                                    1.0f / rows, rows, c);
+    g_assert_cmpmem(dyb, n * 2, dx16, n * 2);
   }
   float *fl[] = {x, dy, dx, p};
   for (guint i = 0; i < G_N_ELEMENTS(fl); i++)

@@ -988,6 +988,7 @@ main(int argc, char **argv)
   g_test_add_func("/backend-cpu/threads", test_threads);
   test_backend_cpu_add_gradchecks();
   test_backend_cpu_add_bf16();
+  test_backend_cpu_add_pool2d();
 
   return g_test_run();
 }

@@ -6,7 +6,8 @@
  * the stem's whole batch's as they were) against cuDNN's input copy,
  * a 1×1 stride-2 projection's strided gather against cuDNN's whole-input copy, a
  * plan that asks cuDNN for a gigabyte of its own, and cuDNN's forward of a bn's output
- * normalized in chunks of the batch at 64 and 128 px. */
+ * normalized in chunks of the batch at 64 and 128 px; the budget counted beyond the
+ * reservations every candidate of a call holds (the 224-px stem's weight gradient). */
 #include "tdm-backend-cuda-conv-budget.h"
 
 #define MIB ((guint64)1 << 20)
@@ -53,14 +54,31 @@ cudnn_need(const Shape *s, gboolean backward, guint64 workspace)
   return reserved(s, backward) + s->n * s->h * s->w * s->c * 2 + workspace;
 }
 
+/* The selection for a call whose candidates all hold `held` (the layout's reservations,
+ * aligned: tdm_conv_engine_reserved_bytes()). */
 static guint
-select_needs(const guint64 *needs, guint count, gboolean *eligible)
+select_held(const guint64 *needs, guint count, guint64 held, gboolean *eligible)
 {
-  guint chosen = tdm_conv_budget_select(needs, count, eligible);
+  guint chosen = tdm_conv_budget_select(needs, count, held, eligible);
   for (guint i = 0; i < count; i++)
     g_test_message("need %" G_GUINT64_FORMAT " bytes: %s", needs[i],
                    eligible[i] ? "eligible" : "left out");
   return chosen;
+}
+
+/* A call of shape s: its reservations as the engine aligns them. */
+static guint
+select_needs(const Shape *s, gboolean backward, const guint64 *needs, guint count,
+             gboolean *eligible)
+{
+  TdmConvShape shape = {(int)s->n, (int)s->h, (int)s->w, (int)s->c, (int)s->out_c,
+                        (int)s->kernel, (int)s->pad, (int)s->stride};
+  guint64 held = tdm_conv_engine_reserved_bytes(
+      &shape, backward ? TDM_CONV_WGRAD : TDM_CONV_FORWARD, TRUE, FALSE);
+  /* The alignment adds less than 512 bytes to this test's count of them. */
+  g_assert_cmpuint(held, >=, reserved(s, backward));
+  g_assert_cmpuint(held, <, reserved(s, backward) + 512);
+  return select_held(needs, count, held, eligible);
 }
 
 /* torchvision's stem at 224 px, batch 128: its columns (147 taps a pixel) are 49/4 the
@@ -75,13 +93,49 @@ test_stem(void)
                      cudnn_need(&stem, FALSE, 4 * MIB)};
   g_assert_cmpuint(needs[0], <, 68 * MIB);
   gboolean eligible[3];
-  g_assert_cmpuint(select_needs(needs, 3, eligible), ==, 3);
+  g_assert_cmpuint(select_needs(&stem, FALSE, needs, 3, eligible), ==, 3);
   guint64 whole[] = {reserved(&stem, FALSE) + rows_of(&stem) * 147 * 2, needs[1]};
-  g_assert_cmpuint(select_needs(whole, 2, eligible), ==, 1);
+  g_assert_cmpuint(select_needs(&stem, FALSE, whole, 2, eligible), ==, 1);
   g_assert_false(eligible[0]);
   /* The weight gradient too (x and dy both read, dy as bf16 first in either). */
   guint64 wgrad[] = {im2col_need(&stem, TRUE), cudnn_need(&stem, TRUE, 0)};
-  g_assert_cmpuint(select_needs(wgrad, 2, eligible), ==, 2);
+  g_assert_cmpuint(select_needs(&stem, TRUE, wgrad, 2, eligible), ==, 2);
+}
+
+/* The budget beyond the reservations (the stem's weight gradient at 224 px, batch 128,
+ * as the H100 chose it: our own kernel, whose need the run's memory event gave as
+ * 226,101,760 bytes, of which 205,539,840 are the reservations: dy as bf16, 112·112·64
+ * a sample, and the weights' room). What every candidate holds alike is not doubled:
+ * beyond it the least takes 20,561,920 bytes, so the budget is the reservations and
+ * that plus 64 MiB (twice it is less): the chunked columns (66.4 MB) stay, cuDNN's plan
+ * over the input padded to 8 channels (102.8 MB) is left out, and the workspace grows
+ * to 272 MB at most while the candidates are timed (it grew to ~356 MB when twice the
+ * whole need, 452 MB, was the budget). */
+static void
+test_beyond_reservations(void)
+{
+  Shape stem = {128, 224, 224, 3, 64, 7, 3, 2};
+  TdmConvShape shape = {128, 224, 224, 3, 64, 7, 3, 2};
+  guint64 held = tdm_conv_engine_reserved_bytes(&shape, TDM_CONV_WGRAD, TRUE, FALSE);
+  g_assert_cmpuint(held, ==, 205539840);
+  g_assert_cmpuint(held, ==, (128 * 112 * 112 * 64 * 2 + 64 * 147 * 2 + 255) / 256 * 256);
+  guint64 own = 226101760, padded = held + stem.n * stem.h * stem.w * 8 * 2;
+  guint64 needs[] = {own, im2col_need(&stem, TRUE), padded};
+  g_assert_cmpuint(tdm_conv_budget_beyond(own, held), ==, own + 64 * MIB);
+  g_assert_cmpuint(tdm_conv_budget(own), ==, 2 * own);
+  gboolean eligible[3];
+  g_assert_cmpuint(select_held(needs, 3, held, eligible), ==, 2);
+  g_assert_true(eligible[0] && eligible[1]);
+  g_assert_false(eligible[2]);
+  /* Without the reservations counted apart, all three were timed. */
+  g_assert_cmpuint(select_held(needs, 3, 0, eligible), ==, 3);
+  /* A budget is never below the plain one's floor of the least and 64 MiB, nor above
+   * the plain one; reservations beyond the least count as the least. */
+  for (guint64 r = 0; r <= own; r += own / 7) {
+    g_assert_cmpuint(tdm_conv_budget_beyond(own, r), >=, own + 64 * MIB);
+    g_assert_cmpuint(tdm_conv_budget_beyond(own, r), <=, tdm_conv_budget(own));
+  }
+  g_assert_cmpuint(tdm_conv_budget_beyond(own, 2 * own), ==, own + 64 * MIB);
 }
 
 /* A 3×3 layer's backward at 56 px, 64 channels: the columns are nine times the input,
@@ -94,7 +148,7 @@ test_three_by_three(void)
   guint64 needs[] = {im2col_need(&layer, TRUE), cudnn_need(&layer, TRUE, 0),
                      cudnn_need(&layer, TRUE, 48 * MIB), cudnn_need(&layer, TRUE, 1024 * MIB)};
   gboolean eligible[4];
-  g_assert_cmpuint(select_needs(needs, 4, eligible), ==, 3);
+  g_assert_cmpuint(select_needs(&layer, TRUE, needs, 4, eligible), ==, 3);
   g_assert_true(eligible[0] && eligible[1] && eligible[2]);
   g_assert_false(eligible[3]);
 }
@@ -109,7 +163,7 @@ test_projection(void)
   guint64 needs[] = {im2col_need(&projection, FALSE), cudnn_need(&projection, FALSE, 0)};
   g_assert_cmpuint(needs[0], <, needs[1]);
   gboolean eligible[2];
-  g_assert_cmpuint(select_needs(needs, 2, eligible), ==, 2);
+  g_assert_cmpuint(select_needs(&projection, FALSE, needs, 2, eligible), ==, 2);
 }
 
 /* A cuDNN forward of a 3×3 layer whose input the engine writes itself (normalized by
@@ -151,7 +205,7 @@ test_bn_prologue_chunks(void)
     g_assert_cmpuint((guint64)chunks.size * s->h * s->w * s->c * 2, <=, 64 * MIB);
     g_assert_cmpint(chunks.count, >, 1);
     gboolean eligible[4];
-    g_assert_cmpuint(select_needs(needs, 4, eligible), ==, 3);
+    g_assert_cmpuint(select_needs(s, FALSE, needs, 4, eligible), ==, 3);
     g_assert_true(eligible[0] && eligible[2] && eligible[3]);
     g_assert_false(eligible[1]);
   }
@@ -167,16 +221,18 @@ static void
 test_edges(void)
 {
   gboolean eligible[3];
-  g_assert_cmpuint(tdm_conv_budget_select(NULL, 0, eligible), ==, 0);
+  g_assert_cmpuint(tdm_conv_budget_select(NULL, 0, 0, eligible), ==, 0);
   guint64 one[] = {G_MAXUINT64};
-  g_assert_cmpuint(tdm_conv_budget_select(one, 1, eligible), ==, 1);
+  g_assert_cmpuint(tdm_conv_budget_select(one, 1, 0, eligible), ==, 1);
+  g_assert_cmpuint(tdm_conv_budget_select(one, 1, G_MAXUINT64 - 1, eligible), ==, 1);
   guint64 huge[] = {G_MAXUINT64 - 1, G_MAXUINT64 / 2 + 1, G_MAXUINT64};
-  g_assert_cmpuint(tdm_conv_budget_select(huge, 3, eligible), ==, 3);
+  g_assert_cmpuint(tdm_conv_budget_select(huge, 3, 0, eligible), ==, 3);
   guint64 zero[] = {0, 64 * MIB, 64 * MIB + 1};
-  g_assert_cmpuint(tdm_conv_budget_select(zero, 3, eligible), ==, 2);
+  g_assert_cmpuint(tdm_conv_budget_select(zero, 3, 0, eligible), ==, 2);
   g_assert_true(eligible[0] && eligible[1]);
   g_assert_false(eligible[2]);
   g_assert_cmpuint(tdm_conv_budget(G_MAXUINT64 / 2 + 1), ==, G_MAXUINT64);
+  g_assert_cmpuint(tdm_conv_budget_beyond(G_MAXUINT64, G_MAXUINT64 / 2), ==, G_MAXUINT64);
 }
 
 int
@@ -184,6 +240,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/conv-budget/stem", test_stem);
+  g_test_add_func("/conv-budget/beyond-reservations", test_beyond_reservations);
   g_test_add_func("/conv-budget/three-by-three", test_three_by_three);
   g_test_add_func("/conv-budget/projection", test_projection);
   g_test_add_func("/conv-budget/bn-prologue-chunks", test_bn_prologue_chunks);

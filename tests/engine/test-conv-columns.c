@@ -115,16 +115,16 @@ static void
 test_bytes(void)
 {
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TRUE, FALSE), ==,
-                   18944 + 66382848);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+                   ==, 18944 + 66382848);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE, FALSE), ==,
                    205539840 + 66382848);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, FALSE), ==,
-                   9 * (size_t)12544 * 147 * 4);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, FALSE, FALSE),
+                   ==, 9 * (size_t)12544 * 147 * 4);
   /* A float32 forward that writes bf16 stages the chunk's float32 product after the
    * columns: 6 samples of 7,375,872 + 3,211,264 bytes. */
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, TRUE), ==,
-                   6 * (size_t)7375872 + 6 * (size_t)3211264);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, TRUE, FALSE),
+                   ==, 6 * (size_t)7375872 + 6 * (size_t)3211264);
   TdmConvComposition how = {.columns = TRUE, .bf16 = TRUE, .bf16_dx = TRUE, .params16 = TRUE};
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, 64 * MIB), ==, 66382848);
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, TRUE, FALSE, 64 * MIB), ==,
@@ -134,7 +134,7 @@ test_bytes(void)
                    (size_t)128 * 12544 * 147 * 2);
 
   TdmConvShape layer = {128, 56, 56, 64, 64, 3, 1, 1};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer, TDM_CONV_DGRAD, TRUE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer, TDM_CONV_DGRAD, TRUE, FALSE, FALSE), ==,
                    51380224 + 73728 + 18 * (size_t)3612672);
   /* Float32 columns for an input gradient that is not bf16's way: the larger of the two
    * layouts. */
@@ -146,29 +146,41 @@ test_bytes(void)
   TdmConvShape direct = {128, 56, 56, 64, 256, 1, 0, 1};
   TdmConvComposition none = {.columns = FALSE};
   g_assert_cmpuint(tdm_conv_replica_bytes(&direct, &none, TRUE, TRUE, 64 * MIB), ==, 0);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE), ==,
-                   32768 + 128 * (size_t)401408);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE), ==,
-                   0);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+                   ==, 32768 + 128 * (size_t)401408);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE, FALSE),
+                   ==, 0);
   TdmConvShape wide = {3, 256, 256, 64, 64, 3, 1, 1};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE), ==,
-                   73728 + (size_t)65536 * 576 * 2);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+                   ==, 73728 + (size_t)65536 * 576 * 2);
 }
 
-/* The plan's column workspace on a GPU in bf16: the engine's budget (twice, or 64 MiB
- * more) of the most any layer's column way takes, which every call's least-needing
- * candidate needs no more than. 224 px, batch 128 (evaluation chunks of 128): the most
- * is the stem's weight gradient, its output gradient as bf16 and 18 samples' columns
- * (test_bytes): 271,922,688 bytes, 543,845,376 with the budget, where the whole batch's
- * float32 columns at the larger capacity were 1,010,494,464 at chunks of 137. 32 px,
- * batch 512: the stem's weight gradient composed from its bn's bf16 gradient
- * (bn_dx_to_conv(): 27 taps for 64 outputs, float32 columns), that gradient as bf16
- * (67,108,864) and 180 samples' float32 columns and widened output gradient (180 ×
- * 1,024 × (27 + 64) × 4 = 67,092,480 bytes): 134,201,344 bytes, 268,402,688 with the
- * budget (a 3×3 layer of 64 channels at 32 × 32 in backward, its output gradient as bf16,
- * the weights' room (73,728) and 56 samples' bf16 columns (1,179,648 bytes each), takes
- * 133,242,880), where the whole columns were 1,274,019,840 at chunks of 540. The CPU
- * keeps the whole batch's float32 columns. */
+/* The plan's column workspace on a GPU in bf16: the most of the engine's budgets of each
+ * call's column way, which the call's least-needing candidate needs no more than: beyond
+ * the call's reservations (its output gradient as bf16 in backward, the weights' room),
+ * twice what the column way takes, or that and 64 MiB. 224 px, batch 128 (evaluation
+ * chunks of 128): the stem's weight gradient reserves only the weights' room (18,944
+ * aligned: its output gradient as bf16 stays in the gradient region, where its bn wrote
+ * it in place, bn_dx_in_place()), then 18 samples' columns (66,382,848: test_bytes):
+ * 18,944 + 66,382,848 + 64 MiB = 133,510,656 with the budget (with its output gradient
+ * in the workspace, 205,539,840 + 66,382,848 + 64 MiB = 339,031,552; 543,845,376 when the
+ * budget doubled the reservations too). The most is now a layer1 3×3 conv's backward
+ * (56 × 56 × 64, batch 128): its output gradient as bf16 and the weights' room
+ * (51,380,224 + 73,728), 18 samples' columns (56·56·576·2 = 3,612,672 each) and 64 MiB:
+ * 51,453,952 + 65,028,096 + 67,108,864 = 183,590,912; where the whole batch's float32
+ * columns at the larger capacity were 1,010,494,464 at chunks of 137.
+ * 32 px, batch 512: the most is the stem's weight gradient composed from its bn's bf16
+ * gradient at the workspace's start (bn_dx_to_conv(): 27 taps for 64 outputs, float32
+ * columns; no pool after the stem, so not in place), that gradient as bf16 (67,108,864)
+ * and 180 samples' float32 columns and widened output gradient (180 × 1,024 × (27 + 64)
+ * × 4 = 67,092,480 bytes): L = 134,201,344 bytes. Its reservations, R: that gradient and
+ * the weights' room (64 × 27 × 2), aligned to 256: 67,112,448; beyond them 67,088,896,
+ * less than 64 MiB, so the budget is L + 64 MiB = 201,310,208 (268,402,688 when the budget
+ * doubled the reservations too). A 3×3 layer of 64 channels at 32 × 32 in backward, its
+ * output gradient as bf16 (67,108,864) and the weights' room (73,728), then 56 samples'
+ * columns (1,179,648 bytes each, 66,060,288): 133,242,880 bytes, 67,182,592 + 66,060,288
+ * + 64 MiB = 200,351,744 with the budget, 958,464 less. The whole columns were
+ * 1,274,019,840 at chunks of 540. The CPU keeps the whole batch's float32 columns. */
 static void
 test_plan(void)
 {
@@ -178,7 +190,17 @@ test_plan(void)
   g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
   g_assert_no_error(error);
   TdmReplicaPlan gpu = tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
-  g_assert_cmpuint(gpu.columns, ==, 2 * (size_t)271922688);
+  g_assert_cmpuint(gpu.columns, ==, 51453952 + 65028096 + 64 * MIB);
+  g_assert_cmpuint(51453952, ==, (128 * 56 * 56 * 64 * 2 + 64 * 576 * 2 + 255) / 256 * 256);
+  g_assert_cmpuint(65028096, ==, 18 * 56 * 56 * 576 * 2);
+  g_assert_cmpuint(205539840 + 66382848, ==, 271922688);
+  g_assert_cmpuint(tdm_conv_budget_beyond(271922688, 205539840), ==, 339031552);
+  TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
+  g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&stem, TDM_CONV_WGRAD, TRUE, TRUE), ==,
+                   18944);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE, TRUE), ==,
+                   18944 + 66382848);
+  g_assert_cmpuint(tdm_conv_budget_beyond(18944 + 66382848, 18944), ==, 133510656);
   g_assert_cmpuint(tdm_conv_budget(271922688), ==, 2 * (size_t)271922688);
   TdmReplicaPlan cpu = tdm_replica_plan(tv, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 128, 128);
   g_assert_cmpuint(cpu.columns, ==, (size_t)128 * 12544 * 147 * 4);
@@ -188,7 +210,18 @@ test_plan(void)
                    ==, gpu.columns);
   TdmReplicaPlan small =
       tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 512);
-  g_assert_cmpuint(small.columns, ==, 2 * (size_t)(67108864 + 180 * 1024 * (27 + 64) * 4));
+  size_t stem_least = 67108864 + 180 * 1024 * (27 + 64) * 4;
+  g_assert_cmpuint(stem_least, ==, 134201344);
+  TdmConvShape cifar_stem = {512, 32, 32, 3, 64, 3, 1, 1};
+  g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&cifar_stem, TDM_CONV_WGRAD, TRUE, FALSE), ==,
+                   (67108864 + 64 * 27 * 2 + 255) / 256 * 256);
+  g_assert_cmpuint(stem_least - 67112448, <, 64 * MIB);
+  g_assert_cmpuint(tdm_conv_budget_beyond(stem_least, 67112448), ==, stem_least + 64 * MIB);
+  g_assert_cmpuint(small.columns, ==, stem_least + 64 * MIB);
+  g_assert_cmpuint(small.columns, ==, 201310208);
+  /* The widest 3×3 layer's, below it. */
+  g_assert_cmpuint(67182592 + 66060288, ==, 133242880);
+  g_assert_cmpuint(tdm_conv_budget_beyond(133242880, 67182592), ==, 200351744);
   g_test_message(
       "column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
       "columns %zu), 32 px b512 %zu bytes (%zu)",
@@ -202,15 +235,19 @@ test_plan(void)
   g_assert_cmpuint(fp32.columns, ==, 74 * (size_t)903168 + 64 * MIB);
   /* The evaluation chunk of those rows: the training's shard, or fewer where its
    * inference buffers, which lie over the training's activations, would need more than
-   * they hold: at 224 px, 1,060,491,264 bytes of activations (the stem's conv and pool
+   * they hold: at 224 px, 983,420,928 bytes of activations (the stem's conv and pool
    * outputs bf16, its bn's none: 128 × 112×112×64 × 2 = 205,520,896 fewer than when the
-   * bn's was stored bf16, and 121 samples then) hold 101 samples' inference buffers (3 ×
-   * 112×112×64 floats, the pool's argmax, the logits: 10,440,608 bytes a sample). */
+   * bn's was stored bf16, and 121 samples then; the pool's argmax a byte, its window
+   * position, not an int32: 128 × 56×56×64 × 3 = 77,070,336 fewer, and 101 samples then)
+   * hold 99 samples' inference buffers (3 × 112×112×64 floats, the pool's argmax,
+   * 56×56×64 bytes, the logits: 9,838,496 bytes a sample). */
   g_assert_cmpint(tdm_replica_eval_capacity(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 500),
-                  ==, 1060491264 / 10440608);
-  g_assert_cmpint(1060491264 / 10440608, ==, 101);
-  g_assert_cmpuint(tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 0).activations,
-                   ==, 1060491264);
+                  ==, 983420928 / (3 * 3211264 + 200704 + 4000));
+  g_assert_cmpint(983420928 / (3 * 3211264 + 200704 + 4000), ==, 99);
+  g_assert_cmpuint(983420928, ==, 1060491264 - 128 * 56 * 56 * 64 * 3);
+  g_assert_cmpuint(
+      tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 0).activations, ==,
+      983420928);
   g_assert_cmpint(
       tdm_replica_eval_capacity(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 10000), ==,
       512);

@@ -8,13 +8,15 @@
 #include "replica-step.h"
 #include "resnet18-cifar.h"
 #include "tdm-backend.h"
+#include "tdm-bf16.h"
 #include "tdm-dataset.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
-#include "tdm-replica.h"
 #include "tdm-replica-private.h"
+#include "tdm-replica.h"
 #include "test-memory.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,7 +144,7 @@ test_bf16_resnet_preset(void)
       default:
         break;
       }
-      argmax += buf.argmax;
+      argmax += buf.argmax * buf.argmax_size;
     }
     g_assert_cmpuint(convs, ==, 8);
     g_assert_cmpuint(pools, ==, 3);
@@ -153,7 +155,7 @@ test_bf16_resnet_preset(void)
      * conv's float32 output, 28×28×32, is as wide), half the float32 buffers'. */
     g_assert_cmpuint(tdm_replica_infer_bytes(net, TRUE), ==, 28 * 28 * 64 * sizeof(uint16_t));
     g_assert_cmpuint(tdm_replica_infer_floats(net), ==, 28 * 28 * 64);
-    size_t sample = 784 * sizeof(float) + halves * sizeof(uint16_t) + argmax * sizeof(int32_t) +
+    size_t sample = 784 * sizeof(float) + halves * sizeof(uint16_t) + argmax +
                     (256 + 10 + 10) * sizeof(float);
     g_assert_cmpuint(sample, ==, 446864);
     TdmReplicaPlan p = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 512);
@@ -294,7 +296,12 @@ test_bf16_block_gradients(void)
     TdmReplicaPlan without = tdm_replica_plan(tv, kind, TDM_PRECISION_BF16, 128, 100);
     g_unsetenv("TANDEM_BF16_ACTIVATIONS");
     g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_BF16), ==, 802816);
-    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224 + 616562688);
+    /* On a GPU the stem bn's bf16 gradient goes in place over the pool's in the region
+     * (bn_dx_in_place(): bf16 storage only), so the stem conv's weight gradient reserves
+     * none of the workspace for it, and the column bound is set by a layer1 conv's
+     * backward (test-conv-columns's test_plan): 339,031,552 → 183,590,912. */
+    size_t in_place = kind == TDM_BACKEND_CUDA ? 339031552 - 183590912 : 0;
+    g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224 + 616562688 + in_place);
   }
   /* The estimates of bench/NOTES.md (a GPU, the evaluation chunk as a run picks it). */
   const struct {
@@ -321,16 +328,22 @@ test_bf16_block_gradients(void)
      * 200,704) × 2 bytes fewer; and the stem bn's not at all (its pool normalizes as it
      * reads): 128 × 802,816 × 2 fewer again. At 32 px the region's halves half again,
      * 2 × 512 × 65,536 bytes fewer (the block's start reads its first conv's gradient as
-     * bf16, the stem bn's goes to its conv's workspace, a frozen bn's output is bf16),
-     * and the column workspace's budget twice the stem's weight gradient's widened way
-     * (test-conv-columns' /conv-columns/plan: 134,201,344 where the most was 133,242,880):
-     * 2 × 958,464 bytes more. */
+     * bf16, the stem bn's goes to its conv's workspace, a frozen bn's output is bf16). At
+     * 224 px the pool's argmax a byte an output (its position in the 3×3 window), not an
+     * int32: 128 × 56×56×64 × 3 fewer. The column workspace's bound, the budget counted
+     * beyond each call's reservations (test-conv-columns's test_plan): 266,485,760 →
+     * 201,310,208 at 32 px (the stem's widened weight gradient, 134,201,344, and 64 MiB)
+     * and 543,845,376 → 339,031,552 at 224 px; there no copy of the stem's output
+     * gradient in the workspace (its bn writes it in place over the pool's in the
+     * gradient region), 339,031,552 → 183,590,912. */
     static const size_t totals[] = {2071893652 - 2 * 512 * (size_t)131072 - 402673664 -
-                                        2 * 512 * (size_t)65536 +
-                                        2 * (size_t)(134201344 - 133242880),
+                                        2 * 512 * (size_t)65536 - (266485760 - 201310208),
                                     4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
                                         128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
-                                        128 * (size_t)802816 * sizeof(uint16_t)};
+                                        128 * (size_t)802816 * sizeof(uint16_t) -
+                                        128 * (size_t)200704 *
+                                            (sizeof(int32_t) - sizeof(uint8_t)) -
+                                        (543845376 - 183590912)};
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
@@ -380,11 +393,148 @@ test_bf16_stem(void)
   tdm_backend_free(b);
 }
 
+/* The stem's weight gradient (layer 0) of replica r (n samples a step, after a step)
+ * from one bf16 output gradient at the workspace's start and outside it: the same bits. */
+static void
+assert_stem_dw_start_outside(TdmReplica *r, int n)
+{
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = r->backend;
+  const TdmLayer *stem = &r->net->layers[0];
+  size_t rows = (size_t)n * stem->out_h * stem->out_w, out = rows * stem->out_c;
+  g_autofree uint16_t *dy16 = g_new(uint16_t, out);
+  for (size_t e = 0; e < out; e++)
+    dy16[e] = tdm_bf16_round((float)g_test_rand_double_range(-1, 1));
+  size_t wcount = (size_t)stem->out_c * stem->kernel * stem->kernel * stem->in_c;
+  float *dw_start = tdm_backend_alloc(b, wcount * sizeof(float), &error);
+  float *dw_outside = tdm_backend_alloc(b, wcount * sizeof(float), &error);
+  uint16_t *outside = tdm_backend_alloc(b, out * sizeof(uint16_t), &error);
+  g_assert_no_error(error);
+  tdm_backend_upload(b, outside, dy16, out * sizeof(uint16_t));
+  g_assert_true(tdm_replica_workspace_holds(r, out * sizeof(uint16_t), 0));
+  tdm_backend_upload(b, r->columns, dy16, out * sizeof(uint16_t));
+  const float *w = r->params + stem->weight_offset;
+  tdm_replica_conv_backward(r, NULL, FALSE, dw_start, NULL, (const uint16_t *)r->columns,
+                            r->acts[0], TDM_DTYPE_F32, NULL, r->cols[0], r->conv_work[0], w, n,
+                            stem->in_h, stem->in_w, stem->in_c, stem->out_c, stem->kernel,
+                            stem->pad, stem->stride, stem->out_h, stem->out_w, FALSE);
+  tdm_replica_conv_backward(r, NULL, FALSE, dw_outside, NULL, outside, r->acts[0],
+                            TDM_DTYPE_F32, NULL, r->cols[0], r->conv_work[0], w, n, stem->in_h,
+                            stem->in_w, stem->in_c, stem->out_c, stem->kernel, stem->pad,
+                            stem->stride, stem->out_h, stem->out_w, FALSE);
+  g_assert_true(tdm_backend_check(b, NULL));
+  g_assert_cmpmem(dw_start, wcount * sizeof(float), dw_outside, wcount * sizeof(float));
+  tdm_backend_release(b, dw_start);
+  tdm_backend_release(b, dw_outside);
+  tdm_backend_release(b, outside);
+}
+
+/* torchvision's stem (conv, bn with its ReLU, a 3×3 pool of stride 2): the pool writes
+ * the bn's output gradient as bf16 across the gradient region, and the bn writes its own
+ * gradient, the conv's bf16 output gradient, in place over it (bn_dx_in_place()), not
+ * at the workspace's start: only where activations are stored bf16, only the network's
+ * first conv (it passes no gradient on), not the CIFAR stem (no pool after it: its bn
+ * writes the gradient at the workspace's start, /memory/bf16-stem's way). The conv's
+ * backward reads it there: one training
+ * step on a CPU replica, then the stem's weight gradient from the same bf16 output
+ * gradient at the workspace's start and outside it, the same bits. */
+static void
+test_stem_gradient_in_place(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) tv50 = tdm_network_new("resnet50", 224, 224, 3, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  g_assert_true(bn_dx_in_place(tv, 1, TRUE, TRUE));
+  g_assert_true(bn_dx_in_place(tv50, 1, TRUE, TRUE));
+  g_assert_false(bn_dx_in_place(tv, 1, FALSE, TRUE));
+  g_assert_false(bn_dx_in_place(cifar, 1, TRUE, TRUE));
+  for (int i = 2; i < tv->layer_count; i++)
+    g_assert_false(bn_dx_in_place(tv, i, TRUE, TRUE));
+
+  const char *spec = "conv16k7s2p3,bn,relu,pool3s2p1,res(conv16k3p1,bn,relu,conv16k3p1,bn),"
+                     "relu,gap,fc10";
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_true(bn_dx_in_place(net, 1, TRUE, TRUE));
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 16);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  const int n = 8;
+  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_true(r->stores_bf16);
+  size_t count = net->parameter_count;
+  g_autofree float *params = g_new(float, count);
+  tdm_network_init_parameters(net, 5, params);
+  g_autofree float *grads = replica_step_gradients(r, params, n);
+  /* The step's stem weight gradient came through the in-place path: finite. */
+  const TdmLayer *stem = &net->layers[0];
+  for (size_t e = 0; e < (size_t)stem->param_count; e++)
+    g_assert_true(isfinite(grads[stem->param_offset + e]));
+  assert_stem_dw_start_outside(r, n);
+  tdm_replica_free(r);
+  g_assert_cmpuint(b->bytes_in_use, ==, 0);
+  tdm_backend_free(b);
+}
+
+/* A stem of few input channels on float32 columns (9 taps for 64 outputs) before a 3×3
+ * pool of stride 2: both ways at once. Its bn writes the conv's bf16 output gradient in
+ * place over the pool's in the gradient region (bn_dx_in_place()), and the conv's
+ * weight gradient widens it from there a chunk at a time beside its float32 columns
+ * (TdmConvComposition's dy16 and dy16_outside), its columns from the workspace's start.
+ * On the CPU at capacity 8 (the whole batch one chunk): float32 columns (8 × 784 × 9 × 4
+ * = 225,792 bytes) and the widened gradient (8 × 784 × 64 × 4 = 1,605,632): 1,831,424,
+ * as the forward's columns and staged product, and 802,816 bytes (the gradient as bf16,
+ * 8 × 784 × 64 × 2) less than with that gradient at the workspace's start
+ * (/memory/bf16-stem). A replica allocates what the estimate says, a training step holds
+ * no more, and the weight gradient is the same bits from either place. */
+static void
+test_bf16_stem_pool(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net =
+      tdm_network_new("conv64k3p1,bn,relu,pool3s2p1,gap,fc10", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_true(bn_dx_in_place(net, 1, TRUE, TRUE));
+  TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8);
+  g_assert_cmpuint(p.columns, ==, 225792 + 1605632);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r = tdm_replica_new_sized(b, net, 8, 8, data->train, data->test, &error);
+  g_assert_no_error(error);
+  size_t planned =
+      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8, 40, 20).total;
+  g_assert_cmpuint(b->bytes_in_use, ==, planned);
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 7, params);
+  g_autofree float *grads = replica_step_gradients(r, params, 8);
+  g_assert_cmpuint(b->bytes_peak, ==, planned);
+  double stem = 0.0;
+  const TdmLayer *l0 = &net->layers[0];
+  for (size_t i = 0; i < net->parameter_count; i++) {
+    g_assert_true(isfinite(grads[i]));
+    if (i >= l0->weight_offset && i < l0->weight_offset + l0->param_count)
+      stem += fabs(grads[i]);
+  }
+  g_assert_cmpfloat(stem, >, 0.0);
+  assert_stem_dw_start_outside(r, 8);
+  tdm_replica_free(r);
+  g_assert_cmpuint(b->bytes_in_use, ==, 0);
+  tdm_backend_free(b);
+}
+
 void
 test_memory_add_bf16(void)
 {
+  g_test_add_func("/memory/stem-gradient-in-place", test_stem_gradient_in_place);
   g_test_add_func("/memory/bf16-activations", test_bf16_activations);
   g_test_add_func("/memory/bf16-block-gradients", test_bf16_block_gradients);
   g_test_add_func("/memory/bf16-resnet-preset", test_bf16_resnet_preset);
   g_test_add_func("/memory/bf16-stem", test_bf16_stem);
+  g_test_add_func("/memory/bf16-stem-pool", test_bf16_stem_pool);
 }

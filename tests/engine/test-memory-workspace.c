@@ -172,24 +172,31 @@ test_workspace_basis(void)
   }
 }
 
-/* Where a replica's bytes go, by category, for the issue's two rows on a GPU in bf16
- * (bench/NOTES.md's table): parameters, their gradients, the activations backward reads
- * by the kind of layer that writes them, the workspace's parts (the column workspace at
- * its upper bound, the bns' small buffers, the skip buffer, the two gradient buffers,
- * the labels, indices and metrics), the inference buffers. The parts sum to the plan. */
+/* Where a replica's bytes go, by category, for the issue's ResNet-18 rows on a GPU in
+ * bf16, as the bench runs them (10 classes; bench/NOTES.md's table): parameters, their
+ * gradients, the activations backward reads by the kind of layer that writes them, the
+ * workspace's parts (the column workspace at its upper bound, the bns' small buffers,
+ * the skip buffer, the two gradient buffers, the labels, indices and metrics), the
+ * inference buffers. The parts sum to the plan. */
 static void
 test_plan_breakdown(void)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
   g_assert_no_error(error);
-  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
+  g_autoptr(TdmNetwork) cifar64 = tdm_network_new(resnet18, 64, 64, 3, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) cifar128 = tdm_network_new(resnet18, 128, 128, 3, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 10, &error);
   g_assert_no_error(error);
   const struct {
     TdmNetwork *net;
     int batch;
     const char *name;
   } rows[] = {{cifar, 512, "CIFAR ResNet-18, 32 px, batch 512"},
+              {cifar64, 256, "CIFAR ResNet-18, 64 px, batch 256"},
+              {cifar128, 128, "CIFAR ResNet-18, 128 px, batch 128"},
               {tv, 128, "resnet18, 224 px, batch 128"}};
   static const char *const kinds[] = {"linear", "conv",  "max pool", "relu",    "flatten",
                                       "bn",     "avg pool", "global avg", "global max",
@@ -202,12 +209,14 @@ test_plan_breakdown(void)
     TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
                                         rows[k].batch, eval);
     size_t by_kind[G_N_ELEMENTS(kinds)] = {0}, projections = 0, argmax = 0, bn_work = 0;
+    size_t argmax_bytes_each = 0;
     for (int i = 0; i < net->layer_count; i++) {
       TdmLayerBuffers buf =
           tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_BF16);
       by_kind[net->layers[i].kind] += cap * buf.output * tdm_dtype_size(buf.output_type);
       projections += cap * buf.projection * tdm_dtype_size(buf.projection_type);
-      argmax += cap * buf.argmax * sizeof(int32_t);
+      argmax += cap * buf.argmax * buf.argmax_size;
+      argmax_bytes_each = MAX(argmax_bytes_each, buf.argmax_size);
       bn_work += buf.bn_work * sizeof(float);
     }
     size_t input = cap * net->in_h * net->in_w * net->in_c * sizeof(float);
@@ -218,7 +227,8 @@ test_plan_breakdown(void)
     g_test_message("  parameters (+ state, bf16 copy) %zu, their gradients %zu", p.parameters,
                    p.gradients);
     g_test_message("  activations %zu: input %zu, projections' conv outputs %zu, pools' "
-                   "argmax %zu", p.activations, input, projections, argmax);
+                   "argmax %zu (%zu bytes each)", p.activations, input, projections, argmax,
+                   argmax_bytes_each);
     for (guint j = 0; j < G_N_ELEMENTS(kinds); j++) {
       acts += by_kind[j];
       if (by_kind[j] > 0)

@@ -148,13 +148,19 @@ test_inference_buffers(void)
   g_assert_no_error(error);
   g_assert_cmpint(tdm_replica_infer_count(net), ==, 3);
   g_assert_cmpuint(tdm_replica_infer_floats(net), ==, 32 * 32 * 64);
-  g_assert_cmpuint(tdm_replica_infer_argmax(net), ==, 0);
+  g_assert_cmpuint(tdm_replica_infer_argmax_bytes(net), ==, 0);
   g_autoptr(TdmNetwork) nested =
       tdm_network_new("conv8k3p1,res(conv8k3p1,res(conv8k3p1,relu),relu),pool2,fc10", 28, 28, 1,
                       10, &error);
   g_assert_no_error(error);
   g_assert_cmpint(tdm_replica_infer_count(nested), ==, 4);
-  g_assert_cmpuint(tdm_replica_infer_argmax(nested), ==, 14 * 14 * 8);
+  /* A tiling pool's int32 indices; a 3×3 window's position in a byte (maxpool2d's). */
+  g_assert_cmpuint(tdm_replica_infer_argmax_bytes(nested), ==, 14 * 14 * 8 * sizeof(int32_t));
+  g_autoptr(TdmNetwork) windowed =
+      tdm_network_new("conv8k3p1,pool3s2p1,conv4k3p1,pool17s1p8,fc10", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(tdm_replica_infer_argmax_bytes(windowed), ==,
+                   MAX(14 * 14 * 8 * sizeof(uint8_t), 14 * 14 * 4 * sizeof(int32_t)));
   g_autoptr(TdmNetwork) plain = tdm_network_new("conv64k3p1,relu,gap,fc10", 32, 32, 3, 10, &error);
   g_assert_no_error(error);
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {

@@ -2,7 +2,8 @@
 /* test-cuda-conv-bf16.c — the convolution engine's operands as the layers around a conv
  * store them (part of test-cuda-conv): a bn before the conv normalized as the conv reads
  * its input; an output gradient the bn before wrote as bf16 where the replica puts it
- * (the workspace's start); an output stored as bf16 (y16), plain and from an input a bn
+ * (the workspace's start, or outside it: the stem's, in place in the gradient region);
+ * an output stored as bf16 (y16), plain and from an input a bn
  * stored so; an input gradient written as bf16 (dx16); an input stored as bf16 read as
  * it is (a residual block's). Every candidate against the CPU reference within
  * test-cuda-conv.c's bounds (bound(): the bf16 bound 2⁻⁷). Skips without a CUDA GPU.
@@ -13,6 +14,7 @@
 #if TDM_HAVE_CUDA
 
 #include "tdm-backend-cuda.h"
+#include "tdm-conv-columns.h"
 #include "test-cuda-conv.h"
 #include "test-cuda-layers.h"
 
@@ -87,6 +89,77 @@ test_dy16_ready(void)
   tdm_backend_release(gpu_bf16, dw);
   device_clear(&d);
   problem_clear(&p);
+}
+
+/* The output gradient as bf16 outside the workspace (torchvision's stem: its bn writes it
+ * in place over the pool's in the gradient region, tdm-replica-private.h's
+ * bn_dx_in_place()): every backward candidate reads it there and within the bound, the
+ * workspace reserves nothing for it (the "im2col" candidate's need is the plan's count
+ * without it, tdm_conv_engine_im2col_bytes()), and the engine's choice gives the bits it
+ * gives with the same dy16 at the workspace's start. A 3×3 layer and a stem of 3 channels
+ * (our own weight-gradient kernel's shape). */
+static void
+test_dy16_outside(void)
+{
+  if (!have_gpu())
+    return;
+  const Case shapes[] = {{2, 10, 10, 64, 64, 3, 1, 1}, {2, 40, 40, 3, 64, 7, 3, 2}};
+  for (guint i = 0; i < G_N_ELEMENTS(shapes); i++) {
+    const Case *c = &shapes[i];
+    Problem p;
+    problem_init(&p, c, NULL);
+    Device d;
+    device_init(&d, gpu_bf16, &p, TRUE);
+    uint16_t *outside = on_b(gpu_bf16, NULL, p.out * 2);
+    tdm_backend_to_bf16(gpu_bf16, outside, d.dy, p.out);
+    g_autofree float *nan = g_new(float, p.out);
+    for (size_t e = 0; e < p.out; e++)
+      nan[e] = NAN;
+    tdm_backend_upload(gpu_bf16, d.dy, nan, p.out * 4); /* not to be read */
+    d.a.dy16 = outside;
+    for (int dir = TDM_CONV_DGRAD; dir <= TDM_CONV_WGRAD; dir++)
+      g_assert_cmpuint(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"), ==,
+                       tdm_conv_engine_im2col_bytes(&d.a.shape, dir, TRUE, FALSE, TRUE));
+    check_candidates(&d, &p, "bf16, dy16 outside the workspace", p.y_ref);
+    /* The engine's choice, both directions, against the same dy16 at the workspace's
+     * start: the same bits. */
+    size_t dx_bytes = p.in * 4, dw_bytes = p.weights * 4;
+    float *dx = poisoned_b(gpu_bf16, p.in), *dw = poisoned_b(gpu_bf16, p.weights);
+    d.a.dx = dx;
+    d.a.dw = dw;
+    gboolean ran = tdm_backend_conv_engine_backward(gpu_bf16, &d.a);
+    g_autofree float *dx_out = g_new(float, p.in), *dw_out = g_new(float, p.weights);
+    tdm_backend_download(gpu_bf16, dx_out, dx, dx_bytes);
+    tdm_backend_download(gpu_bf16, dw_out, dw, dw_bytes);
+    tdm_backend_copy(gpu_bf16, d.work, outside, p.out * 2);
+    d.a.dy16 = d.work;
+    g_autofree float *nan_dx = g_new(float, p.in), *nan_dw = g_new(float, p.weights);
+    for (size_t e = 0; e < p.in; e++)
+      nan_dx[e] = NAN;
+    for (size_t e = 0; e < p.weights; e++)
+      nan_dw[e] = NAN;
+    tdm_backend_upload(gpu_bf16, dx, nan_dx, dx_bytes);
+    tdm_backend_upload(gpu_bf16, dw, nan_dw, dw_bytes);
+    gboolean ran_start = tdm_backend_conv_engine_backward(gpu_bf16, &d.a);
+    g_autofree float *dx_start = g_new(float, p.in), *dw_start = g_new(float, p.weights);
+    tdm_backend_download(gpu_bf16, dx_start, dx, dx_bytes);
+    tdm_backend_download(gpu_bf16, dw_start, dw, dw_bytes);
+    assert_ok(gpu_bf16);
+    g_assert_cmpint(ran, ==, ran_start);
+    if (ran) {
+      check_close_b(gpu_bf16, "engine backward, dy16 outside, dw", dw, p.dw_ref, p.weights,
+                    0x1p-7);
+      g_assert_cmpmem(dw_out, dw_bytes, dw_start, dw_bytes);
+      g_assert_cmpmem(dx_out, dx_bytes, dx_start, dx_bytes);
+    } else {
+      g_test_message("the engine left this backward to im2col (its choice)");
+    }
+    tdm_backend_release(gpu_bf16, dx);
+    tdm_backend_release(gpu_bf16, dw);
+    tdm_backend_release(gpu_bf16, outside);
+    device_clear(&d);
+    problem_clear(&p);
+  }
 }
 
 /* A forward whose output is stored as bf16 (y16: a conv whose only reader is the bn
@@ -281,6 +354,7 @@ test_cuda_conv_add_bf16(void)
 {
   g_test_add_func("/cuda-conv/bn-prologue", test_bn_prologue);
   g_test_add_func("/cuda-conv/dy16-ready", test_dy16_ready);
+  g_test_add_func("/cuda-conv/dy16-outside", test_dy16_outside);
   g_test_add_func("/cuda-conv/stored-bf16", test_stored_bf16);
   g_test_add_func("/cuda-conv/dx16", test_dx16);
   g_test_add_func("/cuda-conv/block-input-bf16", test_block_input16);

@@ -176,7 +176,7 @@ test_chunked(void)
       }
       for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir++) {
         size_t need = tdm_cuda_conv_need_named(b, &d.a, dir, "im2col");
-        g_assert_cmpuint(need, ==, tdm_conv_engine_im2col_bytes(&p.s, dir, prec == 1, FALSE));
+        g_assert_cmpuint(need, ==, tdm_conv_engine_im2col_bytes(&p.s, dir, prec == 1, FALSE, FALSE));
         /* Whole columns would need all n samples' beside the same scratch (in bf16,
          * the weights and, backward, dy as bf16, rounded up as the engine lays them
          * out); the chunks need less, and at least one sample's columns. */
@@ -330,7 +330,10 @@ bn_input_screened(const Problem *p, const float *bn, const uint16_t *x16, const 
   for (guint k = 0; k < names->len; k++)
     needs[k] = tdm_cuda_conv_need_named(fresh, &in.d.a, TDM_CONV_WGRAD,
                                         g_ptr_array_index(names, k));
-  if (tdm_conv_budget_select(needs, names->len, eligible) > 1)
+  if (tdm_conv_budget_select(needs, names->len,
+                             tdm_conv_engine_reserved_bytes(&in.d.a.shape, TDM_CONV_WGRAD,
+                                                            TRUE, FALSE),
+                             eligible) > 1)
     g_assert_nonnull(reference);
   if (!took) /* im2col: the replica composes it, the same operations as the engine's */
     g_assert_true(tdm_cuda_conv_run_named(fresh, &in.d.a, TDM_CONV_WGRAD, "im2col"));
@@ -416,8 +419,11 @@ test_bn_input_chunks(void)
     int forward_admitted = 0;
     for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir += 2) {
       g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(gpu_bf16, &d.a, dir);
-      /* The most the engine lets a candidate need: the chunked columns' budget. */
-      guint64 budget = tdm_conv_budget(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"));
+      /* The most the engine lets a candidate need: the chunked columns' budget, beyond
+       * the reservations every candidate of the call holds (tdm_conv_budget_beyond()). */
+      guint64 budget =
+          tdm_conv_budget_beyond(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"),
+                                 tdm_conv_engine_reserved_bytes(&d.a.shape, dir, TRUE, FALSE));
       int chunked = 0, admitted = 0;
       for (guint k = 0; k < names->len; k++) {
         const char *name = g_ptr_array_index(names, k);

@@ -730,6 +730,15 @@ bn_bf16_input_case(int n, int h, int w, int c)
                                       dp + c, dp + 2 * c, dp + 3 * c, relu, dp + 4 * c,
                                       dp + 5 * c, 1.0f / rows, rows, c);
       same_bits("bn_backward_dx_bf16", c, got16, want16, count * 2);
+      if (dyt == TDM_DTYPE_BF16) {
+        /* In place over its bf16 dy (the stem's, tdm-replica-private.h's
+         * bn_dx_in_place()): the same bits. */
+        tdm_backend_copy(gpu, got16, dy16, count * 2);
+        tdm_backend_bn_backward_dx_bf16(gpu, got16, got16, TDM_DTYPE_BF16, xa, xt, dp, dp + c,
+                                        dp + 2 * c, dp + 3 * c, relu, dp + 4 * c, dp + 5 * c,
+                                        1.0f / rows, rows, c);
+        same_bits("bn_backward_dx_bf16 in place", c, got16, want16, count * 2);
+      }
     }
     /* The columns of a 3×3 conv after the bn. */
     const size_t cols = (size_t)rows * 9 * c;

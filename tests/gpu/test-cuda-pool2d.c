@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-pool2d.c — the CUDA backend's pools with any window, stride and padding and
  * the stem's input, against the CPU backend (suite gpu): max pools (forward, the argmax
- * indices exactly, from a float32 or a bf16 input into a float32 or a bf16 output,
+ * exactly: each output's window position, a byte, or an int32 for a 17×17 window, from a float32 or a bf16 input into a float32 or a bf16 output,
  * backward through them, from a float32 or a bf16 output gradient into either), average
  * pools counting the padding, on ResNet's 3×3 stride-2 padding-1 stem pool and odd
  * shapes whose windows overlap and leave edges, with channel counts that take 8, 4 or
@@ -116,6 +116,8 @@ static const int cases[][7] = {
   {3, 10, 9, 12, 3, 2, 1},      /* 4 channels a thread */
   {2, 8, 8, 24, 2, 2, 0},       /* 8 a thread, windows that tile */
   {2, 6, 7, 16, 4, 1, 2},       /* 8 a thread, up to 16 windows over an input */
+  {1, 12, 10, 8, 16, 3, 8},     /* 256 window positions: the last a byte argmax holds */
+  {1, 11, 13, 8, 17, 2, 8},     /* 289 window positions: an int32 argmax */
 };
 
 /* Device buffers `shift` elements past an allocation's start: shift 0 lets the kernels
@@ -164,19 +166,22 @@ maxpool2d_case(TdmPool2d g, int shift)
                  g.w, g.c, g.k, g.s, g.p, shift);
   g_autofree float *x = random_floats(nx), *dy = random_floats(ny);
   g_autofree float *y = g_new(float, ny), *dx = g_new(float, nx);
-  g_autofree int32_t *argmax = g_new(int32_t, ny);
+  /* The argmax, a window position: a byte a value, or an int32 for windows of more than
+   * 256 positions. */
+  size_t as = tdm_pool2d_argmax_size(g.k);
+  g_autofree void *argmax = g_malloc(ny * as);
   tdm_backend_maxpool2d_forward(cpu, y, TDM_DTYPE_F32, argmax, x, TDM_DTYPE_F32, g);
   tdm_backend_maxpool2d_backward(cpu, dx, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, argmax, g);
   assert_ok(cpu);
   Shifted d_x = shifted(x, nx, sizeof(float), shift), d_dy = shifted(dy, ny, sizeof(float), shift);
   Shifted d_y = poisoned_shifted(ny, shift), d_dx = poisoned_shifted(nx, shift);
-  Shifted d_argmax = shifted(NULL, ny, sizeof(int32_t), shift);
+  Shifted d_argmax = shifted(NULL, ny, as, shift);
   tdm_backend_maxpool2d_forward(gpu, d_y.at, TDM_DTYPE_F32, d_argmax.at, d_x.at, TDM_DTYPE_F32,
                                 g);
   tdm_backend_maxpool2d_backward(gpu, d_dx.at, TDM_DTYPE_F32, d_dy.at, TDM_DTYPE_F32,
                                  d_argmax.at, g);
   check_close("maxpool2d forward", d_y.at, y, ny);
-  check_bits("maxpool2d forward's argmax", d_argmax.at, argmax, ny * sizeof(int32_t));
+  check_bits("maxpool2d forward's argmax", d_argmax.at, argmax, ny * as);
   check_close("maxpool2d backward", d_dx.at, dx, nx);
   /* The maximum of the same values and the same sums in the same order: the bits. */
   check_bits("maxpool2d forward, float32", d_y.at, y, ny * sizeof(float));
@@ -220,7 +225,7 @@ maxpool2d_case(TdmPool2d g, int shift)
     x16[i] = tdm_bf16_round(x[i]);
   g_autofree float *yw_ref = g_new(float, ny);
   g_autofree uint16_t *y16_ref = g_new(uint16_t, ny);
-  g_autofree int32_t *argmax16 = g_new(int32_t, ny);
+  g_autofree void *argmax16 = g_malloc(ny * as);
   tdm_backend_maxpool2d_forward(cpu, yw_ref, TDM_DTYPE_F32, argmax16, x16, TDM_DTYPE_BF16, g);
   tdm_backend_maxpool2d_forward(cpu, y16_ref, TDM_DTYPE_BF16, argmax16, x16, TDM_DTYPE_BF16,
                                 g);
@@ -230,19 +235,17 @@ maxpool2d_case(TdmPool2d g, int shift)
   tdm_backend_maxpool2d_forward(gpu, d_y.at, TDM_DTYPE_F32, d_argmax.at, d_x16.at,
                                 TDM_DTYPE_BF16, g);
   check_bits("maxpool2d forward, bf16 into float32", d_y.at, yw_ref, ny * sizeof(float));
-  check_bits("maxpool2d forward's argmax, bf16", d_argmax.at, argmax16, ny * sizeof(int32_t));
+  check_bits("maxpool2d forward's argmax, bf16", d_argmax.at, argmax16, ny * as);
   tdm_backend_maxpool2d_forward(gpu, d_y16.at, TDM_DTYPE_BF16, d_argmax.at, d_x16.at,
                                 TDM_DTYPE_BF16, g);
   check_bits("maxpool2d forward, bf16 into bf16", d_y16.at, y16_ref, ny * sizeof(uint16_t));
-  check_bits("maxpool2d forward's argmax, bf16 into bf16", d_argmax.at, argmax16,
-             ny * sizeof(int32_t));
+  check_bits("maxpool2d forward's argmax, bf16 into bf16", d_argmax.at, argmax16, ny * as);
   tdm_backend_maxpool2d_forward(cpu, y16_ref, TDM_DTYPE_BF16, argmax16, x, TDM_DTYPE_F32, g);
   assert_ok(cpu);
   tdm_backend_maxpool2d_forward(gpu, d_y16.at, TDM_DTYPE_BF16, d_argmax.at, d_x.at,
                                 TDM_DTYPE_F32, g);
   check_bits("maxpool2d forward, float32 into bf16", d_y16.at, y16_ref, ny * sizeof(uint16_t));
-  check_bits("maxpool2d forward's argmax, float32 into bf16", d_argmax.at, argmax16,
-             ny * sizeof(int32_t));
+  check_bits("maxpool2d forward's argmax, float32 into bf16", d_argmax.at, argmax16, ny * as);
   Shifted all[] = {d_x, d_dy, d_y, d_dx, d_argmax, d_dy16, d_out16, d_x16, d_y16};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     tdm_backend_release(gpu, all[i].base);
@@ -288,9 +291,10 @@ test_maxpool2d_bn(void)
     uint16_t *d_x16 = on_gpu(x16, nx * sizeof(uint16_t));
     float *d_stats = on_gpu(stats, 4 * (size_t)c * sizeof(float));
     void *d_y = on_gpu(NULL, ny * sizeof(float));
-    int32_t *d_argmax = on_gpu(NULL, ny * sizeof(int32_t));
+    size_t as = tdm_pool2d_argmax_size(g.k);
+    void *d_argmax = on_gpu(NULL, ny * as);
     g_autofree float *y_ref = g_new(float, ny), *y = g_new(float, ny);
-    g_autofree int32_t *at_ref = g_new(int32_t, ny), *at = g_new(int32_t, ny);
+    g_autofree void *at_ref = g_malloc(ny * as), *at = g_malloc(ny * as);
     for (int x_bf16 = 0; x_bf16 < 2; x_bf16++)
       for (int bn = 0; bn < 3; bn++)
         for (int y_bf16 = 0; y_bf16 < 2; y_bf16++) {
@@ -308,10 +312,10 @@ test_maxpool2d_bn(void)
                                            ds ? ds + 3 * c : NULL, bn == 2, g);
           size_t bytes = ny * tdm_dtype_size(yt);
           tdm_backend_download(gpu, y, d_y, bytes);
-          tdm_backend_download(gpu, at, d_argmax, ny * sizeof(int32_t));
+          tdm_backend_download(gpu, at, d_argmax, ny * as);
           assert_ok(gpu);
           g_assert_cmpmem(y, bytes, y_ref, bytes);
-          g_assert_cmpmem(at, ny * sizeof(int32_t), at_ref, ny * sizeof(int32_t));
+          g_assert_cmpmem(at, ny * as, at_ref, ny * as);
         }
     g_test_message("maxpool2d_forward_bn %d×%d×%d k%d s%d p%d: the CPU's bits and argmax", g.h,
                    g.w, c, g.k, g.s, g.p);

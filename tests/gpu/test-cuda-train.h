@@ -42,8 +42,8 @@
   "conv16k3p1,bn,relu,2*(res(conv16k3p1,bn,relu,conv16k3p1,bn),relu),"         \
   "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,gap,fc10"
 /* torchvision's stem in small: a strided conv, its bn, a 3×3 max pool of stride 2 whose
- * input gradient goes to the bn as bf16 (and the bn's to the conv's workspace), then the
- * blocks above: gradient buffers half as wide in bf16. */
+ * input gradient goes to the bn as bf16 (and the bn's in place over it for the conv,
+ * bn_dx_in_place()), then the blocks above: gradient buffers half as wide in bf16. */
 #define TV_STEM_NETWORK                                                         \
   "conv8k3s2p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"     \
   "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10"

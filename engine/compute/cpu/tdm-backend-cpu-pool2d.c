@@ -37,11 +37,29 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
   *last = MIN(hi, outs - 1);
 }
 
+/* Element o of an argmax of windows of k×k (tdm_pool2d_argmax_size()), set or read. */
+static void
+argmax_set(void *argmax, int k, size_t o, int32_t at)
+{
+  if (tdm_pool2d_argmax_size(k) == sizeof(uint8_t))
+    ((uint8_t *)argmax)[o] = (uint8_t)at;
+  else
+    ((int32_t *)argmax)[o] = at;
+}
+
+static int32_t
+argmax_get(const void *argmax, int k, size_t o)
+{
+  if (tdm_pool2d_argmax_size(k) == sizeof(uint8_t))
+    return ((const uint8_t *)argmax)[o];
+  return ((const int32_t *)argmax)[o];
+}
+
 /* The max pool of x (normalized by scale and shift, then ReLU'd where relu, when scale
  * is given; each value rounded to bf16 before the comparison where round) into y and
- * argmax, the first of equal values winning. */
+ * argmax (the position within the window), the first of equal values winning. */
 static void
-maxpool2d_forward(void *y, TdmDtype y_type, int32_t *argmax, const void *x, TdmDtype x_type,
+maxpool2d_forward(void *y, TdmDtype y_type, void *argmax, const void *x, TdmDtype x_type,
                   const float *scale, const float *shift, bool relu, bool round, TdmPool2d g)
 {
   const size_t sample = (size_t)g.h * g.w * g.c;
@@ -71,7 +89,7 @@ maxpool2d_forward(void *y, TdmDtype y_type, int32_t *argmax, const void *x, TdmD
                 v = tdm_bf16_value(tdm_bf16_round(v));
               if (at < 0 || v > best) {
                 best = v;
-                at = idx;
+                at = ky * g.k + kx;
               }
             }
           }
@@ -80,19 +98,19 @@ maxpool2d_forward(void *y, TdmDtype y_type, int32_t *argmax, const void *x, TdmD
             ((float *)y)[o] = best;
           else
             ((uint16_t *)y)[o] = tdm_bf16_round(best);
-          argmax[o] = at;
+          argmax_set(argmax, g.k, o, at);
         }
 }
 
 void
-tdm_cpu_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+tdm_cpu_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                           const void *x, TdmDtype x_type, TdmPool2d g)
 {
   maxpool2d_forward(y, y_type, argmax, x, x_type, NULL, NULL, false, false, g);
 }
 
 void
-tdm_cpu_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+tdm_cpu_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                              const void *x, TdmDtype x_type, const float *mean,
                              const float *invstd, const float *gamma, const float *beta,
                              bool relu, TdmPool2d g)
@@ -112,7 +130,7 @@ tdm_cpu_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *a
 
 void
 tdm_cpu_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                           TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
+                           TdmDtype dy_type, const void *argmax, TdmPool2d g)
 {
   float *dxf = dx_type == TDM_DTYPE_F32 ? dx : NULL;
   uint16_t *dxh = dx_type == TDM_DTYPE_BF16 ? dx : NULL;
@@ -131,7 +149,9 @@ tdm_cpu_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void
           for (int oy = y0; oy <= y1; oy++)
             for (int ox = x0; ox <= x1; ox++) {
               size_t o = (((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch;
-              if (argmax[o] == idx)
+              /* This input's position within output o's window. */
+              int32_t within = (iy - (oy * g.s - g.p)) * g.k + (ix - (ox * g.s - g.p));
+              if (argmax_get(argmax, g.k, o) == within)
                 sum += dyf != NULL ? dyf[o] : tdm_bf16_value(dyh[o]);
             }
           size_t at = (size_t)im * g.h * g.w * g.c + idx;

@@ -138,14 +138,14 @@ void tdm_cpu_global_maxpool_backward(TdmBackend *b, float *dx, const float *dy,
                                      const int32_t *argmax, int n, int pixels, int c);
 
 /* tdm-backend-cpu-pool2d.c */
-void tdm_cpu_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+void tdm_cpu_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                                   const void *x, TdmDtype x_type, const float *mean,
                                   const float *invstd, const float *gamma, const float *beta,
                                   bool relu, TdmPool2d g);
-void tdm_cpu_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+void tdm_cpu_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                                const void *x, TdmDtype x_type, TdmPool2d g);
 void tdm_cpu_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                                TdmDtype dy_type, const int32_t *argmax, TdmPool2d g);
+                                TdmDtype dy_type, const void *argmax, TdmPool2d g);
 void tdm_cpu_avgpool2d_forward(TdmBackend *b, float *y, const float *x, TdmPool2d g);
 void tdm_cpu_avgpool2d_backward(TdmBackend *b, float *dx, const float *dy, TdmPool2d g);
 

@@ -72,10 +72,14 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
    * elsewhere; the engine's "im2col" always has bf16 columns. */
   l->replica_im2col = !one_by_one(s) && out_c <= k && out_c <= rows &&
                       (dir != TDM_CONV_DGRAD || rows * out_c + out_c * k <= rows * k);
-  if (a->dy16 != NULL && (!backward || a->dy16 != (const uint16_t *)work))
-    return FALSE; /* the caller's dy16 is where the layout puts it, or nowhere */
-  size_t w16_at = up(backward ? rows * out_c * 2 : 0, 16);
-  l->dy16 = backward ? (uint16_t *)work : NULL;
+  /* The caller's dy16 is where the layout puts it (the workspace's start), or outside
+   * the workspace (the bn before wrote it in place in the gradient region: nothing is
+   * reserved for it then), or nowhere. */
+  if (a->dy16 != NULL && (!backward || !aligned16(a->dy16)))
+    return FALSE;
+  gboolean dy16_outside = a->dy16 != NULL && a->dy16 != (const uint16_t *)work;
+  size_t w16_at = up(backward && !dy16_outside ? rows * out_c * 2 : 0, 16);
+  l->dy16 = !backward ? NULL : dy16_outside ? (uint16_t *)a->dy16 : (uint16_t *)work;
   l->w16 = a->w16 != NULL && aligned16(a->w16) ? a->w16 : (const uint16_t *)(work + w16_at);
   l->scratch = work + up(w16_at + out_c * k * 2, ALIGN);
   return TRUE;

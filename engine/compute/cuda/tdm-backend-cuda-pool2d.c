@@ -11,7 +11,7 @@
 #define STREAM(b) tdm_backend_cuda_stream(b)
 
 void
-tdm_cuda_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+tdm_cuda_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                            const void *x, TdmDtype x_type, TdmPool2d g)
 {
   if (!tdm_cuda_begin(b))
@@ -22,7 +22,7 @@ tdm_cuda_maxpool2d_forward(TdmBackend *b, void *y, TdmDtype y_type, int32_t *arg
 }
 
 void
-tdm_cuda_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *argmax,
+tdm_cuda_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, void *argmax,
                               const void *x, TdmDtype x_type, const float *mean,
                               const float *invstd, const float *gamma, const float *beta,
                               bool relu, TdmPool2d g)
@@ -37,7 +37,7 @@ tdm_cuda_maxpool2d_forward_bn(TdmBackend *b, void *y, TdmDtype y_type, int32_t *
 
 void
 tdm_cuda_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                            TdmDtype dy_type, const int32_t *argmax, TdmPool2d g)
+                            TdmDtype dy_type, const void *argmax, TdmPool2d g)
 {
   if (!tdm_cuda_begin(b))
     return;
