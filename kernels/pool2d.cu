@@ -51,11 +51,21 @@ covering(int i, int k, int s, int p, int outs, int *first, int *last)
   *last = min(hi, outs - 1);
 }
 
+/* What argmax (of A) holds for input (iy, ix) at (ky, kx) in its window: ky·k + kx in a
+ * byte, iy·w + ix in int32 (which fits where k·k may not). The CPU's rule. */
+template <typename A>
+__device__ __forceinline__ int32_t
+window_code(int k, int w, int ky, int kx, int iy, int ix)
+{
+  return sizeof(A) == 1 ? ky * k + kx : iy * w + ix;
+}
+
 /* Thread o: output pixel o / (c / V), channels [ch, ch + V). An index within a sample
  * fits int32 (the geometry's check), so only the sample's offset takes I. The first
  * maximum wins (strict >), NaN kept once first, as the CPU's loop has it; argmax (of A:
  * a byte for windows of up to 256 positions, else int32) gets its position within the
- * window, ky·k + kx. */
+ * window, ky·k + kx, in a byte, the input's position in the plane, iy·w + ix, in int32
+ * (window_code()). */
 template <int V, typename I, typename Y, typename X, typename A>
 __global__ void
 maxpool2d_forward_kernel(Y *y, A *argmax, const X *x, Pool2d g, I groups)
@@ -87,7 +97,7 @@ maxpool2d_forward_kernel(Y *y, A *argmax, const X *x, Pool2d g, I groups)
         for (int j = 0; j < V; j++)
           if (at[j] < 0 || v[j] > best[j]) {
             best[j] = v[j];
-            at[j] = ky * g.k + kx;
+            at[j] = window_code<A>(g.k, g.w, ky, kx, top + ky, left + kx);
           }
       }
     }
@@ -129,7 +139,7 @@ maxpool2d_forward_bn_kernel(Y *y, A *argmax, const X *x, Pool2d g, size_t total,
         v = __bfloat162float(__float2bfloat16_rn(v));
         if (at < 0 || v > best) {
           best = v;
-          at = ky * g.k + kx;
+          at = window_code<A>(g.k, g.w, ky, kx, iy, ix);
         }
       }
     }
@@ -167,7 +177,8 @@ pool2d_backward_kernel(DX *dx, const DY *dy, const A *argmax, Pool2d g, I groups
         if (MAX) {
           int32_t at[V];
           tdm_k_vec<V>::load(at, argmax + o);
-          const int32_t within = (in.y - (oy * g.s - g.p)) * g.k + (in.x - (ox * g.s - g.p));
+          const int32_t within = window_code<A>(g.k, g.w, in.y - (oy * g.s - g.p),
+                                                in.x - (ox * g.s - g.p), in.y, in.x);
           bool hit[V], any = false;
 #pragma unroll
           for (int j = 0; j < V; j++) {

@@ -65,7 +65,8 @@ tdm_pool2d_valid(TdmPool2d g)
 /* The window positions a uint8 argmax tells apart: a max pool of k×k windows keeps, per
  * output, the index ky·k + kx of its chosen input within its window, as a byte where the
  * window has at most this many positions (k ≤ 16: every pool of the networks in use),
- * else as an int32. */
+ * else the chosen input's position in the sample's plane, iy·w + ix, as an int32 (which
+ * fits where k·k may not: tdm_pool2d_valid() bounds h·w·c). */
 #define TDM_POOL2D_BYTE_WINDOW 256
 
 /* Bytes of one element of maxpool2d_forward's argmax for windows of k×k. */
@@ -540,10 +541,10 @@ void tdm_backend_avgpool_forward (TdmBackend *b, float *y, const float *x, int n
 void tdm_backend_avgpool_backward (TdmBackend *b, float *dx, const float *dy, int n, int h,
                                    int w, int c, int k);
 /* Pooling with any window, stride and padding (TdmPool2d), PyTorch's MaxPool2d and
- * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, the
- * position ky·k + kx within its window of the first maximum, windows scanned row by
- * row, each element tdm_pool2d_argmax_size(k) bytes (uint8, or int32 for windows of
- * more than TDM_POOL2D_BYTE_WINDOW positions). Its backward gathers: dx at each input
+ * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, where
+ * the first maximum lies, windows scanned row by row, each element
+ * tdm_pool2d_argmax_size(k) bytes (uint8: the position ky·k + kx within its window; or,
+ * for windows of more than TDM_POOL2D_BYTE_WINDOW positions, int32: iy·w + ix). Its backward gathers: dx at each input
  * is the sum, over the outputs whose window covers it (rows then columns in order), of
  * dy where argmax chose it; written (dy and
  * dx each float32, or bf16 where the backend takes it: each value read widened, each

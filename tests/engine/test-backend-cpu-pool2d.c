@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-backend-cpu-pool2d.c — part of test-backend-cpu: the max pool of any window, stride
  * and padding (maxpool2d) against a reference written here from its definition. Its
- * argmax holds, per output, the position ky·k + kx of the first maximum within the window
- * (a byte where the window has at most 256 positions, an int32 beyond: a 17×17 window has
- * 289); the reference finds the same position by scanning the window in row order, and
+ * argmax holds, per output, where the first maximum lies: in a byte, where the window has
+ * at most 256 positions, its position in the window, ky·k + kx; in an int32 beyond (a
+ * 17×17 window has 289), the input's position in the sample's plane, iy·w + ix, which
+ * fits where k·k may not. The reference finds the same place by scanning the window in
+ * row order, and
  * the backward's gradient at an input is the sum of dy over the outputs whose argmax names
  * it, in the outputs' row order. Ties are made on purpose (inputs drawn from a few
  * values), so "the first maximum" is what is checked, and the padding's positions are
@@ -12,8 +14,8 @@
  */
 #include "test-backend-cpu.h"
 
-/* The window position of output (oy, ox, ch) of sample im that the definition picks,
- * and its value: the first strictly greater value in row order, padding skipped. */
+/* The window position ky·k + kx of output (oy, ox, ch) of sample im that the definition
+ * picks, and its value: the first strictly greater value in row order, padding skipped. */
 static int
 first_maximum(const float *x, TdmPool2d g, int im, int oy, int ox, int ch, float *best)
 {
@@ -70,9 +72,9 @@ check_geometry(TdmBackend *b, TdmPool2d g)
           float best = 0.0f;
           int at = first_maximum(x, g, im, oy, ox, ch, &best);
           g_assert_cmpint(at, >=, 0);
-          g_assert_cmpint(argmax_at(argmax, g.k, o), ==, at);
-          g_assert_cmpfloat(y[o], ==, best);
           int iy = oy * g.s - g.p + at / g.k, ix = ox * g.s - g.p + at % g.k;
+          g_assert_cmpint(argmax_at(argmax, g.k, o), ==, asize == 1 ? at : iy * g.w + ix);
+          g_assert_cmpfloat(y[o], ==, best);
           want_dx[(((size_t)im * g.h + iy) * g.w + ix) * g.c + ch] += dy[o];
         }
   /* The outputs covering an input, in row order, are the order of the loop above. */

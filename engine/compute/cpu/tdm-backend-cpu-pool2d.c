@@ -47,6 +47,16 @@ argmax_set(void *argmax, int k, size_t o, int32_t at)
     ((int32_t *)argmax)[o] = at;
 }
 
+/* What argmax holds for input (iy, ix), at (ky, kx) in its window: the position in the
+ * window, ky·k + kx, in a byte; in the int32 form the input's position in the sample's
+ * plane, iy·w + ix, which fits where k·k may not (a window of a million: its part inside
+ * the input is all that is visited). */
+static int32_t
+window_code(int k, int w, int ky, int kx, int iy, int ix)
+{
+  return tdm_pool2d_argmax_size(k) == sizeof(uint8_t) ? ky * k + kx : iy * w + ix;
+}
+
 static int32_t
 argmax_get(const void *argmax, int k, size_t o)
 {
@@ -89,7 +99,7 @@ maxpool2d_forward(void *y, TdmDtype y_type, void *argmax, const void *x, TdmDtyp
                 v = tdm_bf16_value(tdm_bf16_round(v));
               if (at < 0 || v > best) {
                 best = v;
-                at = ky * g.k + kx;
+                at = window_code(g.k, g.w, ky, kx, iy, ix);
               }
             }
           }
@@ -150,7 +160,8 @@ tdm_cpu_maxpool2d_backward(TdmBackend *b, void *dx, TdmDtype dx_type, const void
             for (int ox = x0; ox <= x1; ox++) {
               size_t o = (((size_t)im * g.oh + oy) * g.ow + ox) * g.c + ch;
               /* This input's position within output o's window. */
-              int32_t within = (iy - (oy * g.s - g.p)) * g.k + (ix - (ox * g.s - g.p));
+              int32_t within = window_code(g.k, g.w, iy - (oy * g.s - g.p),
+                                           ix - (ox * g.s - g.p), iy, ix);
               if (argmax_get(argmax, g.k, o) == within)
                 sum += dyf != NULL ? dyf[o] : tdm_bf16_value(dyh[o]);
             }
