@@ -745,6 +745,23 @@ frozen_bn_again(TdmReplica *r, int i, int n, float *spare, gboolean need_dx, Tdm
   return spare;
 }
 
+/* The stem's output, which has no buffer (stem_output_recomputed()), computed again from
+ * the stored input into the gradient region's start for the bn after it, as the forward
+ * wrote it there (the same call: the same bits); before that bn asks for its input
+ * gradient's room at the workspace's start (the conv's forward uses the workspace, and
+ * may grow it). The bn's output gradient is in the skip buffer, so the region is free. */
+static const float *
+stem_output_again(TdmReplica *r, int n, const void *dy)
+{
+  const TdmLayer *l = &r->net->layers[0];
+  g_assert(!in_gradient_region(r, dy) && act_type(r, 1) == TDM_DTYPE_BF16);
+  tdm_replica_conv_forward(r, r->grad_a, (uint16_t *)r->grad_a, r->acts[0], act_type(r, 0), NULL,
+                           r->cols[0], r->conv_work[0], r->params + l->weight_offset, n,
+                           l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride,
+                           l->out_h, l->out_w);
+  return r->grad_a;
+}
+
 void
 tdm_replica_backward(TdmReplica *r, int n)
 {
@@ -861,6 +878,8 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_FLATTEN:
       continue; /* dy already is the input's gradient */
     case TDM_LAYER_BN:
+      if (i == 1 && x == NULL && stem_output_recomputed(net, 0, r->stores_bf16))
+        x = stem_output_again(r, n, dy);
       dx16 = bn_dx_as_conv_dy16(r, i, n, dy, dy_type);
       bn_backward(r, dx, dx16, dy, dy_type, x, act_type(r, i), n, pixels, l->out_c, w,
                   r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i]);

@@ -528,6 +528,123 @@ test_bf16_stem_pool(void)
   tdm_backend_free(b);
 }
 
+/* The CIFAR stem (a 3×3 conv of few input channels, float32 columns, its bf16 output
+ * read only by its bn, the first block right after: stem_output_recomputed()) keeps no
+ * output in training: the conv writes it at the gradient region's start in the forward
+ * and again from the stored input before its bn's backward, whose output gradient is in
+ * the skip buffer and whose input gradient goes to the workspace. Only with bf16
+ * storage, only that conv (not torchvision's stem: its bn's gradient is in the region).
+ * ResNet-18's three CIFAR rows on the GPU: the activations h-memmerge's plan had
+ * (955,273,216, 1,908,942,848, 3,817,083,904) less the stem's bf16 output, batch ·
+ * side² · 64 · 2 bytes, and the gradient region the same (its two halves are the stem's
+ * output: a 64-channel bf16 gradient of the first blocks already takes the whole
+ * region). A CPU replica allocates what is planned, a step holds no more, and the bn
+ * read the bits the conv writes: its saved statistics are those of the conv's output
+ * computed here again, and its parameter gradients those of its sums over that output
+ * and its output gradient left in the skip buffer. */
+static void
+test_stem_output_recomputed(void)
+{
+  g_autoptr(GError) error = NULL;
+  static const struct {
+    int side, batch;
+    size_t activations;
+  } rows[] = {{32, 512, 955273216}, {64, 256, 1908942848}, {128, 128, 3817083904}};
+  for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+    g_autoptr(TdmNetwork) cifar =
+        tdm_network_new(resnet18, rows[k].side, rows[k].side, 3, 10, &error);
+    g_assert_no_error(error);
+    g_assert_true(stem_output_recomputed(cifar, 0, TRUE));
+    g_assert_false(stem_output_recomputed(cifar, 0, FALSE));
+    for (int i = 1; i < cifar->layer_count; i++)
+      g_assert_false(stem_output_recomputed(cifar, i, TRUE));
+    TdmLayerBuffers stem =
+        tdm_replica_layer_buffers(cifar, 0, TDM_BACKEND_CUDA, TDM_PRECISION_BF16);
+    g_assert_cmpuint(stem.output, ==, 0);
+    TdmReplicaPlan p =
+        tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, rows[k].batch, 0);
+    size_t side = (size_t)rows[k].side, out16 = side * side * 64 * sizeof(uint16_t);
+    g_assert_cmpuint(p.activations, ==, rows[k].activations - rows[k].batch * out16);
+    g_assert_cmpuint(2 * tdm_replica_gradient_bytes(cifar, TDM_BACKEND_CUDA,
+                                                    TDM_PRECISION_BF16),
+                     ==, out16);
+  }
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 10, &error);
+  g_assert_no_error(error);
+  for (int i = 0; i < tv->layer_count; i++)
+    g_assert_false(stem_output_recomputed(tv, i, TRUE));
+
+  const char *spec = "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
+                     "res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,gap,fc10";
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_true(stem_output_recomputed(net, 0, TRUE));
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  const int n = 8;
+  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_true(r->stores_bf16);
+  g_assert_null(r->acts[1]);
+  size_t planned =
+      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20).total;
+  g_assert_cmpuint(b->bytes_in_use, ==, planned);
+  size_t count = net->parameter_count;
+  g_autofree float *params = g_new(float, count);
+  tdm_network_init_parameters(net, 11, params);
+  g_autofree float *grads = replica_step_gradients(r, params, n);
+  g_assert_cmpuint(b->bytes_peak, ==, planned);
+
+  /* The stem's output again, as the pass computes it, into a buffer of the test's. */
+  const TdmLayer *conv = &net->layers[0], *bn = &net->layers[1];
+  int c = bn->out_c, rows_n = n * bn->out_h * bn->out_w;
+  size_t out = (size_t)rows_n * c;
+  tdm_backend_upload(b, r->params, params, count * sizeof(float));
+  if (r->params16 != NULL)
+    tdm_backend_to_bf16(b, r->params16, r->params, count);
+  uint16_t *y16 = tdm_backend_alloc(b, out * sizeof(uint16_t), &error);
+  float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
+  float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
+  float *sums = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
+  g_assert_no_error(error);
+  tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[0], TDM_DTYPE_F32, NULL, r->cols[0],
+                           r->conv_work[0], r->params + conv->weight_offset, n, conv->in_h,
+                           conv->in_w, conv->in_c, conv->out_c, conv->kernel, conv->pad,
+                           conv->stride, conv->out_h, conv->out_w);
+  tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows_n, c, 0, 1);
+  tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
+  /* The first block's start left its sum, the bn's output gradient, in the skip buffer. */
+  const void *dy = r->skip_grad[net->layers[2].partner];
+  tdm_backend_bn_backward_sums(b, sums, sums + c, dy, TDM_DTYPE_BF16, y16, TDM_DTYPE_BF16,
+                               saved, saved + c, r->params + bn->weight_offset,
+                               r->params + bn->bias_offset, bn->fused_relu, rows_n, c);
+  g_autofree float *host_saved = g_new(float, 2 * c);
+  g_autofree float *step_saved = g_new(float, 2 * c);
+  g_autofree float *host_sums = g_new(float, 2 * c);
+  tdm_backend_download(b, host_saved, saved, 2 * (size_t)c * sizeof(float));
+  tdm_backend_download(b, step_saved, r->bn_work[1] + 2 * c, 2 * (size_t)c * sizeof(float));
+  tdm_backend_download(b, host_sums, sums, 2 * (size_t)c * sizeof(float));
+  g_assert_true(tdm_backend_check(b, NULL));
+  g_assert_cmpmem(host_saved, 2 * c * sizeof(float), step_saved, 2 * c * sizeof(float));
+  g_assert_cmpmem(host_sums, 2 * c * sizeof(float), grads + bn->weight_offset,
+                  2 * c * sizeof(float));
+  double stem = 0.0;
+  for (size_t e = 0; e < count; e++) {
+    g_assert_true(isfinite(grads[e]));
+    if (e >= conv->weight_offset && e < conv->weight_offset + conv->param_count)
+      stem += fabs(grads[e]);
+  }
+  g_assert_cmpfloat(stem, >, 0.0);
+  tdm_backend_release(b, y16);
+  tdm_backend_release(b, slots);
+  tdm_backend_release(b, saved);
+  tdm_backend_release(b, sums);
+  tdm_replica_free(r);
+  g_assert_cmpuint(b->bytes_in_use, ==, 0);
+  tdm_backend_free(b);
+}
+
 void
 test_memory_add_bf16(void)
 {
@@ -537,4 +654,5 @@ test_memory_add_bf16(void)
   g_test_add_func("/memory/bf16-resnet-preset", test_bf16_resnet_preset);
   g_test_add_func("/memory/bf16-stem", test_bf16_stem);
   g_test_add_func("/memory/bf16-stem-pool", test_bf16_stem_pool);
+  g_test_add_func("/memory/stem-output-recomputed", test_stem_output_recomputed);
 }
