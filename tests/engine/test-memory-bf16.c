@@ -24,7 +24,8 @@
  * only by its bn, those of its three 1×1 projections, the stem bn's output and the
  * eight blocks' outputs (read by convs with bf16 columns, the blocks' adds, the
  * projections and the global pool): the activations drop by exactly half those
- * outputs' bytes, on both kinds of backend; an fp32 run stores none.
+ * outputs' bytes, on both kinds of backend, but the stem conv's, which it keeps none of
+ * (computed again for its bn's backward); an fp32 run stores none.
  * The first bn of each block keeps no output in bf16 (the conv after it normalizes as
  * it reads); in every precision the bn that ends a block keeps none (the block's end
  * computes it as it adds). The totals, counted here from the layers. And a CPU
@@ -55,11 +56,15 @@ test_bf16_activations(void)
     TdmReplicaPlan p16 = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
     g_assert_cmpuint(p32.activations, ==,
                      512 * (floats + first_bn + blocks + outputs + projections) * sizeof(float));
+    /* The stem's output (65,536) is not kept: computed again for its bn's backward
+     * (stem_output_recomputed(), /memory/stem-output-recomputed). */
+    g_assert_cmpuint(bf16_stem_outputs_recomputed(net), ==, 65536);
     g_assert_cmpuint(p16.activations, ==,
                      512 * (floats * sizeof(float) +
-                            (outputs + projections + blocks) * sizeof(uint16_t)));
-    /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after. */
-    g_assert_cmpuint(p16.activations, ==, 955273216);
+                            (outputs - 65536 + projections + blocks) * sizeof(uint16_t)));
+    /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after;
+     * 888,164,352 without the stem's output. */
+    g_assert_cmpuint(p16.activations, ==, 888164352);
     g_test_message("resnet18 32 px, batch 512, %s: activations %.2f GiB in fp32, %.2f GiB in "
                    "bf16", kind == TDM_BACKEND_CPU ? "cpu" : "gpu",
                    p32.activations / 1073741824.0, p16.activations / 1073741824.0);
@@ -68,7 +73,9 @@ test_bf16_activations(void)
       TdmLayerBuffers b32 = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_FP32);
       TdmLayerBuffers b16 = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
       g_assert_cmpint(b32.output_type, ==, TDM_DTYPE_F32);
-      if (net->layers[i].kind != TDM_LAYER_BN)
+      if (i == 0)
+        g_assert_cmpuint(b16.output, ==, 0); /* stem_output_recomputed() */
+      else if (net->layers[i].kind != TDM_LAYER_BN)
         g_assert_cmpuint(b32.output, ==, b16.output);
       stored += b16.output_type == TDM_DTYPE_BF16;
       folded += net->layers[i].kind == TDM_LAYER_BN && b32.output == 0 && b16.output == 0;
@@ -76,7 +83,7 @@ test_bf16_activations(void)
       if (b16.projection > 0)
         g_assert_cmpint(b16.projection_type, ==, TDM_DTYPE_BF16);
     }
-    g_assert_cmpint(stored, ==, 17 + 9);
+    g_assert_cmpint(stored, ==, 16 + 9); /* the stem's computed again */
     g_assert_cmpint(folded, ==, 8);
     g_assert_cmpint(elided, ==, 8);
   }
@@ -335,9 +342,11 @@ test_bf16_block_gradients(void)
      * 201,310,208 at 32 px (the stem's widened weight gradient, 134,201,344, and 64 MiB)
      * and 543,845,376 → 339,031,552 at 224 px; there no copy of the stem's output
      * gradient in the workspace (its bn writes it in place over the pool's in the
-     * gradient region), 339,031,552 → 183,590,912. */
+     * gradient region), 339,031,552 → 183,590,912. At 32 px the stem conv's bf16
+     * output, 512 × 32×32×64 × 2 bytes, is not kept (stem_output_recomputed()). */
     static const size_t totals[] = {2071893652 - 2 * 512 * (size_t)131072 - 402673664 -
-                                        2 * 512 * (size_t)65536 - (266485760 - 201310208),
+                                        2 * 512 * (size_t)65536 - (266485760 - 201310208) -
+                                        512 * (size_t)65536 * sizeof(uint16_t),
                                     4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
                                         128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
                                         128 * (size_t)802816 * sizeof(uint16_t) -
