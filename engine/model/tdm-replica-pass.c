@@ -516,16 +516,20 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       TdmDtype skip_type = act_type(r, l->partner);
       if (l->projection) {
         TdmDtype pt = projection_type(r);
-        tdm_replica_conv_forward(
-            r, r->proj_conv[i], pt == TDM_DTYPE_BF16 ? (uint16_t *)r->proj_conv[i] : NULL, skip,
-            skip_type, NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w, begin->in_c,
-            l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
+        /* Its conv's output at grad_a where no buffer keeps it
+         * (projection_output_recomputed(): block_end_backward() computes it again). */
+        float *proj = r->proj_conv[i] != NULL ? r->proj_conv[i] : r->grad_a;
+        g_assert(r->proj_conv[i] != NULL || pt == TDM_DTYPE_BF16);
+        tdm_replica_conv_forward(r, proj, pt == TDM_DTYPE_BF16 ? (uint16_t *)proj : NULL, skip,
+                                 skip_type, NULL, r->cols[i], NULL, w, n, begin->in_h,
+                                 begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
+                                 l->out_w);
         /* Its bn's output, which the add alone reads, as bf16 where the add writes the
          * block's output so (the add reads its skip of either type): half the room in
          * the gradient buffer, rounded once as autocast's bn output is. */
         uint16_t *skip16 = projection_bn16(r, i) ? (uint16_t *)r->proj_bn[i] : NULL;
-        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], skip16,
-                   r->proj_conv[i], pt, n, pixels, l->out_c, bias, bias + l->out_c,
+        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], skip16, proj, pt,
+                   n, pixels, l->out_c, bias, bias + l->out_c,
                    r->bn_work[i], r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
         skip_type = skip16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
@@ -638,11 +642,22 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
    * the run), nothing that follows would count. */
   g_assert(tdm_replica_bn16(b));
   size_t rows = (size_t)n * pixels;
+  /* Its conv's output, where no buffer keeps it (projection_output_recomputed()),
+   * computed again as the forward did into the free half of the gradient region, before
+   * the bn's gradient asks for the workspace (the conv may grow it). */
+  const float *proj = r->proj_conv[i];
+  if (proj == NULL) {
+    g_assert(in_gradient_region(r, *dx) && projection_type(r) == TDM_DTYPE_BF16);
+    tdm_replica_conv_forward(r, *dx, (uint16_t *)*dx, r->acts[l->partner],
+                             act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
+                             begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
+                             l->out_h, l->out_w);
+    proj = *dx;
+  }
   if (!tdm_replica_workspace_holds(r, rows * l->out_c * sizeof(uint16_t), 0))
     return;
-  bn_backward(r, NULL, (uint16_t *)r->columns, *dy, type, r->proj_conv[i], projection_type(r),
-              n, pixels, l->out_c, gamma, beta, false, r->grads + l->bias_offset,
-              r->bn_work[i]);
+  bn_backward(r, NULL, (uint16_t *)r->columns, *dy, type, proj, projection_type(r), n, pixels,
+              l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i]);
   tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL, (const uint16_t *)r->columns,
                             r->acts[l->partner], act_type(r, l->partner), NULL, r->cols[i],
                             NULL, w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,

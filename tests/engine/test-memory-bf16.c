@@ -59,12 +59,14 @@ test_bf16_activations(void)
     /* The stem's output (65,536) is not kept: computed again for its bn's backward
      * (stem_output_recomputed(), /memory/stem-output-recomputed). */
     g_assert_cmpuint(bf16_stem_outputs_recomputed(net), ==, 65536);
+    /* Nor the projections' conv outputs (57,344): computed again for their bns'
+     * backward (projection_output_recomputed()). */
+    g_assert_cmpuint(bf16_projection_outputs_recomputed(net), ==, projections);
     g_assert_cmpuint(p16.activations, ==,
-                     512 * (floats * sizeof(float) +
-                            (outputs - 65536 + projections + blocks) * sizeof(uint16_t)));
+                     512 * (floats * sizeof(float) + (outputs - 65536 + blocks) * sizeof(uint16_t)));
     /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after;
-     * 888,164,352 without the stem's output. */
-    g_assert_cmpuint(p16.activations, ==, 888164352);
+     * 888,164,352 without the stem's output, 829,444,096 without the projections'. */
+    g_assert_cmpuint(p16.activations, ==, 829444096);
     g_test_message("resnet18 32 px, batch 512, %s: activations %.2f GiB in fp32, %.2f GiB in "
                    "bf16", kind == TDM_BACKEND_CPU ? "cpu" : "gpu",
                    p32.activations / 1073741824.0, p16.activations / 1073741824.0);
@@ -80,8 +82,8 @@ test_bf16_activations(void)
       stored += b16.output_type == TDM_DTYPE_BF16;
       folded += net->layers[i].kind == TDM_LAYER_BN && b32.output == 0 && b16.output == 0;
       elided += net->layers[i].kind == TDM_LAYER_BN && b32.output > 0 && b16.output == 0;
-      if (b16.projection > 0)
-        g_assert_cmpint(b16.projection_type, ==, TDM_DTYPE_BF16);
+      if (net->layers[i].kind == TDM_LAYER_RES_END && net->layers[i].projection)
+        g_assert_cmpuint(b16.projection, ==, 0); /* projection_output_recomputed() */
     }
     g_assert_cmpint(stored, ==, 16 + 9); /* the stem's computed again */
     g_assert_cmpint(folded, ==, 8);
@@ -343,16 +345,22 @@ test_bf16_block_gradients(void)
      * and 543,845,376 → 339,031,552 at 224 px; there no copy of the stem's output
      * gradient in the workspace (its bn writes it in place over the pool's in the
      * gradient region), 339,031,552 → 183,590,912. At 32 px the stem conv's bf16
-     * output, 512 × 32×32×64 × 2 bytes, is not kept (stem_output_recomputed()). */
+     * output, 512 × 32×32×64 × 2 bytes, is not kept (stem_output_recomputed()), nor
+     * the projections' conv outputs, 512 × 57,344 × 2 (projection_output_recomputed());
+     * at 224 px theirs too, 128 × (28×28×128 + 14×14×256 + 7×7×512) × 2 (the evaluation
+     * chunk, which the training's activations bound, still within them). */
     static const size_t totals[] = {2071893652 - 2 * 512 * (size_t)131072 - 402673664 -
                                         2 * 512 * (size_t)65536 - (266485760 - 201310208) -
-                                        512 * (size_t)65536 * sizeof(uint16_t),
+                                        512 * (size_t)65536 * sizeof(uint16_t) -
+                                        512 * (size_t)57344 * sizeof(uint16_t),
                                     4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
                                         128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
                                         128 * (size_t)802816 * sizeof(uint16_t) -
                                         128 * (size_t)200704 *
                                             (sizeof(int32_t) - sizeof(uint8_t)) -
-                                        (543845376 - 183590912)};
+                                        (543845376 - 183590912) -
+                                        128 * (size_t)(100352 + 50176 + 25088) *
+                                            sizeof(uint16_t)};
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
@@ -573,7 +581,11 @@ test_stem_output_recomputed(void)
     TdmReplicaPlan p =
         tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, rows[k].batch, 0);
     size_t side = (size_t)rows[k].side, out16 = side * side * 64 * sizeof(uint16_t);
-    g_assert_cmpuint(p.activations, ==, rows[k].activations - rows[k].batch * out16);
+    /* The projections' conv outputs go too (/memory/projection-output-recomputed):
+     * (side/2)²·128 + (side/4)²·256 + (side/8)²·512 = 56·side² elements, bf16. */
+    size_t projections16 = 56 * side * side * sizeof(uint16_t);
+    g_assert_cmpuint(p.activations, ==,
+                     rows[k].activations - rows[k].batch * (out16 + projections16));
     g_assert_cmpuint(2 * tdm_replica_gradient_bytes(cifar, TDM_BACKEND_CUDA,
                                                     TDM_PRECISION_BF16),
                      ==, out16);

@@ -56,6 +56,22 @@ bf16_stem_outputs_recomputed(const TdmNetwork *net)
   return (size_t)l->out_h * l->out_w * l->out_c;
 }
 
+/* Elements per sample of the projections' conv outputs a bf16 run keeps no buffer for:
+ * where the block's output is bf16 (its projection's bn writes bf16) and its gradients
+ * are kept as bf16 (block_grad_bf16()). Counted in bf16_projection_outputs() too. */
+static inline size_t
+bf16_projection_outputs_recomputed(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->kind == TDM_LAYER_RES_END && l->projection && block_output_bf16(net, i, TRUE) &&
+        block_grad_bf16(net, i, TRUE))
+      sum += (size_t)l->out_h * l->out_w * l->out_c;
+  }
+  return sum;
+}
+
 /* Elements per sample of the projections' conv outputs, which a bf16 run stores as bf16
  * too (their one reader is the projection's bn). */
 static inline size_t
