@@ -666,6 +666,105 @@ test_stem_output_recomputed(void)
   tdm_backend_free(b);
 }
 
+/* A projection's 1×1 conv keeps no output in training where its block keeps bf16
+ * gradients and its bn writes bf16 (projection_output_recomputed()): the conv writes it
+ * at the gradient region's start in the forward, and again from the block's stored
+ * input into the region's free half before its bn's backward. ResNet-18 (CIFAR, 32 px;
+ * torchvision's, 224 px) and ResNet-50: every projection; not in a float32 run. A CPU
+ * replica of a small network with two projections (strides 2 and 1) allocates what is
+ * planned, a step holds no more, and each projection's bn normalized with the statistics
+ * of the conv's output as it is computed again here from the stored input: the same
+ * bits, so the backward, which computes it so, reads what the forward read. */
+static void
+test_projection_output_recomputed(void)
+{
+  g_autoptr(GError) error = NULL;
+  static const char *const nets[][2] = {{resnet18, "32"}, {"resnet18", "224"},
+                                        {"resnet50", "224"}};
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
+    int side = atoi(nets[k][1]);
+    g_autoptr(TdmNetwork) net = tdm_network_new(nets[k][0], side, side, 3, 10, &error);
+    g_assert_no_error(error);
+    int projections = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      const TdmLayer *l = &net->layers[i];
+      gboolean proj = l->kind == TDM_LAYER_RES_END && l->projection;
+      g_assert_cmpint(projection_output_recomputed(net, i, TRUE), ==, proj);
+      g_assert_false(projection_output_recomputed(net, i, FALSE));
+      projections += proj;
+      TdmLayerBuffers b16 = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA,
+                                                      TDM_PRECISION_BF16);
+      TdmLayerBuffers b32 = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA,
+                                                      TDM_PRECISION_FP32);
+      g_assert_cmpuint(b16.projection, ==, 0);
+      g_assert_cmpuint(b32.projection, ==, proj ? layer_out_floats(l) : 0);
+    }
+    g_assert_cmpint(projections, ==, strcmp(nets[k][0], "resnet50") == 0 ? 4 : 3);
+  }
+
+  const char *spec = "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                     "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,"
+                     "res(conv24k3p1,bn,relu,conv24k3p1,bn),relu,gap,fc10";
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  const int n = 8;
+  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
+  g_assert_no_error(error);
+  size_t planned =
+      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20).total;
+  g_assert_cmpuint(b->bytes_in_use, ==, planned);
+  size_t count = net->parameter_count;
+  g_autofree float *params = g_new(float, count);
+  tdm_network_init_parameters(net, 13, params);
+  g_autofree float *grads = replica_step_gradients(r, params, n);
+  g_assert_cmpuint(b->bytes_peak, ==, planned);
+  for (size_t e = 0; e < count; e++)
+    g_assert_true(isfinite(grads[e]));
+  tdm_backend_upload(b, r->params, params, count * sizeof(float));
+  if (r->params16 != NULL)
+    tdm_backend_to_bf16(b, r->params16, r->params, count);
+  int checked = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i], *begin = &net->layers[l->partner];
+    if (l->kind != TDM_LAYER_RES_END || !l->projection)
+      continue;
+    g_assert_true(projection_output_recomputed(net, i, TRUE));
+    g_assert_null(r->proj_conv[i]);
+    int c = l->out_c, rows = n * l->out_h * l->out_w;
+    uint16_t *y16 = tdm_backend_alloc(b, (size_t)rows * c * sizeof(uint16_t), &error);
+    float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
+    float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
+    g_assert_no_error(error);
+    tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[l->partner],
+                             act_type(r, l->partner), NULL, r->cols[i], NULL,
+                             r->params + l->weight_offset, n, begin->in_h, begin->in_w,
+                             begin->in_c, c, 1, 0, l->stride, l->out_h, l->out_w);
+    tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows, c, 0, 1);
+    tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
+    g_autofree float *here = g_new(float, 2 * c), *step = g_new(float, 2 * c);
+    tdm_backend_download(b, here, saved, 2 * (size_t)c * sizeof(float));
+    tdm_backend_download(b, step, r->bn_work[i] + 2 * c, 2 * (size_t)c * sizeof(float));
+    g_assert_true(tdm_backend_check(b, NULL));
+    g_assert_cmpmem(here, 2 * c * sizeof(float), step, 2 * c * sizeof(float));
+    /* The projection's parameters had a gradient. */
+    double moved = 0.0;
+    for (size_t e = l->param_offset; e < l->param_offset + l->param_count; e++)
+      moved += fabs(grads[e]);
+    g_assert_cmpfloat(moved, >, 0.0);
+    tdm_backend_release(b, y16);
+    tdm_backend_release(b, slots);
+    tdm_backend_release(b, saved);
+    checked++;
+  }
+  g_assert_cmpint(checked, ==, 2);
+  tdm_replica_free(r);
+  g_assert_cmpuint(b->bytes_in_use, ==, 0);
+  tdm_backend_free(b);
+}
+
 void
 test_memory_add_bf16(void)
 {
@@ -676,4 +775,5 @@ test_memory_add_bf16(void)
   g_test_add_func("/memory/bf16-stem", test_bf16_stem);
   g_test_add_func("/memory/bf16-stem-pool", test_bf16_stem_pool);
   g_test_add_func("/memory/stem-output-recomputed", test_stem_output_recomputed);
+  g_test_add_func("/memory/projection-output-recomputed", test_projection_output_recomputed);
 }
