@@ -528,9 +528,9 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
          * block's output so (the add reads its skip of either type): half the room in
          * the gradient buffer, rounded once as autocast's bn output is. */
         uint16_t *skip16 = projection_bn16(r, i) ? (uint16_t *)r->proj_bn[i] : NULL;
-        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], skip16, proj, pt,
-                   n, pixels, l->out_c, bias, bias + l->out_c,
-                   r->bn_work[i], r->state + l->state_offset, false, FALSE);
+        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], skip16, proj, pt, n,
+                   pixels, l->out_c, bias, bias + l->out_c, r->bn_work[i],
+                   r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
         skip_type = skip16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
       }
@@ -649,9 +649,9 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
   if (proj == NULL) {
     g_assert(in_gradient_region(r, *dx) && projection_type(r) == TDM_DTYPE_BF16);
     tdm_replica_conv_forward(r, *dx, (uint16_t *)*dx, r->acts[l->partner],
-                             act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
-                             begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
-                             l->out_h, l->out_w);
+                             act_type(r, l->partner), NULL, r->cols[i], NULL, w, n, begin->in_h,
+                             begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
+                             l->out_w);
     proj = *dx;
   }
   if (!tdm_replica_workspace_holds(r, rows * l->out_c * sizeof(uint16_t), 0))
@@ -770,8 +770,8 @@ stem_output_again(TdmReplica *r, int n, const void *dy)
 {
   const TdmLayer *l = &r->net->layers[0];
   g_assert(!in_gradient_region(r, dy) && act_type(r, 1) == TDM_DTYPE_BF16);
-  tdm_replica_conv_forward(r, r->grad_a, (uint16_t *)r->grad_a, r->acts[0], act_type(r, 0), NULL,
-                           r->cols[0], r->conv_work[0], r->params + l->weight_offset, n,
+  tdm_replica_conv_forward(r, r->grad_a, (uint16_t *)r->grad_a, r->acts[0], act_type(r, 0),
+                           NULL, r->cols[0], r->conv_work[0], r->params + l->weight_offset, n,
                            l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride,
                            l->out_h, l->out_w);
   return r->grad_a;

@@ -258,13 +258,12 @@ stored_outputs_case(const char *net, int block_tensors, int grad_blocks)
             tdm_replica_layer_buffers(network, i + 1, TDM_BACKEND_CPU, TDM_PRECISION_BF16)
                 .output,
             ==, 0);
-    }
-    else if (network->layers[i].kind == TDM_LAYER_CONV &&
-             stem_output_recomputed(network, i, TRUE))
+    } else if (network->layers[i].kind == TDM_LAYER_CONV &&
+               stem_output_recomputed(network, i, TRUE))
       /* Stored as bf16 in the gradient region, computed again for its bn's backward. */
-      g_assert_cmpuint(tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU,
-                                                 TDM_PRECISION_BF16).output,
-                       ==, 0);
+      g_assert_cmpuint(
+          tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU, TDM_PRECISION_BF16).output, ==,
+          0);
     else if (network->layers[i].kind == TDM_LAYER_CONV)
       g_assert_cmpint(type, ==, TDM_DTYPE_BF16);
     else

@@ -62,8 +62,9 @@ test_bf16_activations(void)
     /* Nor the projections' conv outputs (57,344): computed again for their bns'
      * backward (projection_output_recomputed()). */
     g_assert_cmpuint(bf16_projection_outputs_recomputed(net), ==, projections);
-    g_assert_cmpuint(p16.activations, ==,
-                     512 * (floats * sizeof(float) + (outputs - 65536 + blocks) * sizeof(uint16_t)));
+    g_assert_cmpuint(
+        p16.activations, ==,
+        512 * (floats * sizeof(float) + (outputs - 65536 + blocks) * sizeof(uint16_t)));
     /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after;
      * 888,164,352 without the stem's output, 829,444,096 without the projections'. */
     g_assert_cmpuint(p16.activations, ==, 829444096);
@@ -349,18 +350,16 @@ test_bf16_block_gradients(void)
      * the projections' conv outputs, 512 × 57,344 × 2 (projection_output_recomputed());
      * at 224 px theirs too, 128 × (28×28×128 + 14×14×256 + 7×7×512) × 2 (the evaluation
      * chunk, which the training's activations bound, still within them). */
-    static const size_t totals[] = {2071893652 - 2 * 512 * (size_t)131072 - 402673664 -
-                                        2 * 512 * (size_t)65536 - (266485760 - 201310208) -
-                                        512 * (size_t)65536 * sizeof(uint16_t) -
-                                        512 * (size_t)57344 * sizeof(uint16_t),
-                                    4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
-                                        128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
-                                        128 * (size_t)802816 * sizeof(uint16_t) -
-                                        128 * (size_t)200704 *
-                                            (sizeof(int32_t) - sizeof(uint8_t)) -
-                                        (543845376 - 183590912) -
-                                        128 * (size_t)(100352 + 50176 + 25088) *
-                                            sizeof(uint16_t)};
+    static const size_t totals[] = {
+        2071893652 - 2 * 512 * (size_t)131072 - 402673664 - 2 * 512 * (size_t)65536 -
+            (266485760 - 201310208) - 512 * (size_t)65536 * sizeof(uint16_t) -
+            512 * (size_t)57344 * sizeof(uint16_t),
+        4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
+            128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
+            128 * (size_t)802816 * sizeof(uint16_t) -
+            128 * (size_t)200704 * (sizeof(int32_t) - sizeof(uint8_t)) -
+            (543845376 - 183590912) -
+            128 * (size_t)(100352 + 50176 + 25088) * sizeof(uint16_t)};
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
@@ -586,9 +585,8 @@ test_stem_output_recomputed(void)
     size_t projections16 = 56 * side * side * sizeof(uint16_t);
     g_assert_cmpuint(p.activations, ==,
                      rows[k].activations - rows[k].batch * (out16 + projections16));
-    g_assert_cmpuint(2 * tdm_replica_gradient_bytes(cifar, TDM_BACKEND_CUDA,
-                                                    TDM_PRECISION_BF16),
-                     ==, out16);
+    g_assert_cmpuint(
+        2 * tdm_replica_gradient_bytes(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16), ==, out16);
   }
   g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 10, &error);
   g_assert_no_error(error);
@@ -679,8 +677,8 @@ static void
 test_projection_output_recomputed(void)
 {
   g_autoptr(GError) error = NULL;
-  static const char *const nets[][2] = {{resnet18, "32"}, {"resnet18", "224"},
-                                        {"resnet50", "224"}};
+  static const char *const nets[][2] = {
+      {resnet18, "32"}, {"resnet18", "224"}, {"resnet50", "224"}};
   for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
     int side = atoi(nets[k][1]);
     g_autoptr(TdmNetwork) net = tdm_network_new(nets[k][0], side, side, 3, 10, &error);
@@ -692,10 +690,10 @@ test_projection_output_recomputed(void)
       g_assert_cmpint(projection_output_recomputed(net, i, TRUE), ==, proj);
       g_assert_false(projection_output_recomputed(net, i, FALSE));
       projections += proj;
-      TdmLayerBuffers b16 = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA,
-                                                      TDM_PRECISION_BF16);
-      TdmLayerBuffers b32 = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA,
-                                                      TDM_PRECISION_FP32);
+      TdmLayerBuffers b16 =
+          tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_BF16);
+      TdmLayerBuffers b32 =
+          tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_FP32);
       g_assert_cmpuint(b16.projection, ==, 0);
       g_assert_cmpuint(b32.projection, ==, proj ? layer_out_floats(l) : 0);
     }
@@ -738,10 +736,10 @@ test_projection_output_recomputed(void)
     float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
     float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
     g_assert_no_error(error);
-    tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[l->partner],
-                             act_type(r, l->partner), NULL, r->cols[i], NULL,
-                             r->params + l->weight_offset, n, begin->in_h, begin->in_w,
-                             begin->in_c, c, 1, 0, l->stride, l->out_h, l->out_w);
+    tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[l->partner], act_type(r, l->partner),
+                             NULL, r->cols[i], NULL, r->params + l->weight_offset, n,
+                             begin->in_h, begin->in_w, begin->in_c, c, 1, 0, l->stride,
+                             l->out_h, l->out_w);
     tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows, c, 0, 1);
     tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
     g_autofree float *here = g_new(float, 2 * c), *step = g_new(float, 2 * c);

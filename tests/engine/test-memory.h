@@ -47,10 +47,10 @@ bf16_stem_outputs_recomputed(const TdmNetwork *net)
   if (net->layer_count < 4)
     return 0;
   const TdmLayer *l = &net->layers[0];
-  gboolean columns = l->kind == TDM_LAYER_CONV &&
-                     !(l->kernel == 1 && l->stride == 1 && l->pad == 0);
-  if (!columns || l->bias_count != 0 || l->fused_relu ||
-      net->layers[1].kind != TDM_LAYER_BN || net->layers[2].kind != TDM_LAYER_RES_BEGIN ||
+  gboolean columns =
+      l->kind == TDM_LAYER_CONV && !(l->kernel == 1 && l->stride == 1 && l->pad == 0);
+  if (!columns || l->bias_count != 0 || l->fused_relu || net->layers[1].kind != TDM_LAYER_BN ||
+      net->layers[2].kind != TDM_LAYER_RES_BEGIN ||
       !block_grad_bf16(net, net->layers[2].partner, TRUE))
     return 0;
   return (size_t)l->out_h * l->out_w * l->out_c;

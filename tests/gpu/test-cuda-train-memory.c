@@ -11,8 +11,8 @@
 #include "tdm-events.h"
 #include "tdm-memory.h"
 #include "tdm-network.h"
-#include "tdm-replica.h"
 #include "tdm-replica-private.h"
+#include "tdm-replica.h"
 #include "tdm-trainer.h"
 #include "test-cuda-train.h"
 
@@ -286,10 +286,10 @@ test_outputs_recomputed(void)
     int pc = l->out_c, prows = n * l->out_h * l->out_w;
     uint16_t *p16 = tdm_backend_alloc(b, (size_t)prows * pc * sizeof(uint16_t), &error);
     g_assert_no_error(error);
-    tdm_replica_conv_forward(r, (float *)p16, p16, r->acts[l->partner],
-                             act_type(r, l->partner), NULL, r->cols[i], NULL,
-                             r->params + l->weight_offset, n, begin->in_h, begin->in_w,
-                             begin->in_c, pc, 1, 0, l->stride, l->out_h, l->out_w);
+    tdm_replica_conv_forward(r, (float *)p16, p16, r->acts[l->partner], act_type(r, l->partner),
+                             NULL, r->cols[i], NULL, r->params + l->weight_offset, n,
+                             begin->in_h, begin->in_w, begin->in_c, pc, 1, 0, l->stride,
+                             l->out_h, l->out_w);
     assert_same_statistics(b, p16, prows, pc, r->bn_work[i] + 2 * pc);
     tdm_backend_release(b, p16);
     checked++;
