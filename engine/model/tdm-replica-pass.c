@@ -516,17 +516,21 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       TdmDtype skip_type = act_type(r, l->partner);
       if (l->projection) {
         TdmDtype pt = projection_type(r);
-        tdm_replica_conv_forward(
-            r, r->proj_conv[i], pt == TDM_DTYPE_BF16 ? (uint16_t *)r->proj_conv[i] : NULL, skip,
-            skip_type, NULL, r->cols[i], NULL, w, n, begin->in_h, begin->in_w, begin->in_c,
-            l->out_c, 1, 0, l->stride, l->out_h, l->out_w);
+        /* Its conv's output at grad_a where no buffer keeps it
+         * (projection_output_recomputed(): block_end_backward() computes it again). */
+        float *proj = r->proj_conv[i] != NULL ? r->proj_conv[i] : r->grad_a;
+        g_assert(r->proj_conv[i] != NULL || pt == TDM_DTYPE_BF16);
+        tdm_replica_conv_forward(r, proj, pt == TDM_DTYPE_BF16 ? (uint16_t *)proj : NULL, skip,
+                                 skip_type, NULL, r->cols[i], NULL, w, n, begin->in_h,
+                                 begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
+                                 l->out_w);
         /* Its bn's output, which the add alone reads, as bf16 where the add writes the
          * block's output so (the add reads its skip of either type): half the room in
          * the gradient buffer, rounded once as autocast's bn output is. */
         uint16_t *skip16 = projection_bn16(r, i) ? (uint16_t *)r->proj_bn[i] : NULL;
-        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], skip16,
-                   r->proj_conv[i], pt, n, pixels, l->out_c, bias, bias + l->out_c,
-                   r->bn_work[i], r->state + l->state_offset, false, FALSE);
+        bn_forward(r, layer_frozen(r, i) ? MODE_EVAL : mode, r->proj_bn[i], skip16, proj, pt, n,
+                   pixels, l->out_c, bias, bias + l->out_c, r->bn_work[i],
+                   r->state + l->state_offset, false, FALSE);
         skip = r->proj_bn[i];
         skip_type = skip16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
       }
@@ -638,11 +642,22 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
    * the run), nothing that follows would count. */
   g_assert(tdm_replica_bn16(b));
   size_t rows = (size_t)n * pixels;
+  /* Its conv's output, where no buffer keeps it (projection_output_recomputed()),
+   * computed again as the forward did into the free half of the gradient region, before
+   * the bn's gradient asks for the workspace (the conv may grow it). */
+  const float *proj = r->proj_conv[i];
+  if (proj == NULL) {
+    g_assert(in_gradient_region(r, *dx) && projection_type(r) == TDM_DTYPE_BF16);
+    tdm_replica_conv_forward(r, *dx, (uint16_t *)*dx, r->acts[l->partner],
+                             act_type(r, l->partner), NULL, r->cols[i], NULL, w, n, begin->in_h,
+                             begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
+                             l->out_w);
+    proj = *dx;
+  }
   if (!tdm_replica_workspace_holds(r, rows * l->out_c * sizeof(uint16_t), 0))
     return;
-  bn_backward(r, NULL, (uint16_t *)r->columns, *dy, type, r->proj_conv[i], projection_type(r),
-              n, pixels, l->out_c, gamma, beta, false, r->grads + l->bias_offset,
-              r->bn_work[i]);
+  bn_backward(r, NULL, (uint16_t *)r->columns, *dy, type, proj, projection_type(r), n, pixels,
+              l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i]);
   tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL, (const uint16_t *)r->columns,
                             r->acts[l->partner], act_type(r, l->partner), NULL, r->cols[i],
                             NULL, w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
@@ -743,6 +758,23 @@ frozen_bn_again(TdmReplica *r, int i, int n, float *spare, gboolean need_dx, Tdm
              r->params + l->weight_offset, r->params + l->bias_offset, r->bn_work[i],
              r->state + l->state_offset, l->fused_relu, FALSE);
   return spare;
+}
+
+/* The stem's output, which has no buffer (stem_output_recomputed()), computed again from
+ * the stored input into the gradient region's start for the bn after it, as the forward
+ * wrote it there (the same call: the same bits); before that bn asks for its input
+ * gradient's room at the workspace's start (the conv's forward uses the workspace, and
+ * may grow it). The bn's output gradient is in the skip buffer, so the region is free. */
+static const float *
+stem_output_again(TdmReplica *r, int n, const void *dy)
+{
+  const TdmLayer *l = &r->net->layers[0];
+  g_assert(!in_gradient_region(r, dy) && act_type(r, 1) == TDM_DTYPE_BF16);
+  tdm_replica_conv_forward(r, r->grad_a, (uint16_t *)r->grad_a, r->acts[0], act_type(r, 0),
+                           NULL, r->cols[0], r->conv_work[0], r->params + l->weight_offset, n,
+                           l->in_h, l->in_w, l->in_c, l->out_c, l->kernel, l->pad, l->stride,
+                           l->out_h, l->out_w);
+  return r->grad_a;
 }
 
 void
@@ -861,6 +893,8 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_FLATTEN:
       continue; /* dy already is the input's gradient */
     case TDM_LAYER_BN:
+      if (i == 1 && x == NULL && stem_output_recomputed(net, 0, r->stores_bf16))
+        x = stem_output_again(r, n, dy);
       dx16 = bn_dx_as_conv_dy16(r, i, n, dy, dy_type);
       bn_backward(r, dx, dx16, dy, dy_type, x, act_type(r, i), n, pixels, l->out_c, w,
                   r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i]);

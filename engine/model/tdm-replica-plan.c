@@ -21,7 +21,8 @@ tdm_replica_buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind,
   if (owns_output(net, i) && !bn_output_to_block_end(net, i) &&
       !bn_output_to_conv(net, i, stores16) && !bn_output_to_pool(net, i, stores16) &&
       !bn_output_to_pool_bf16(net, i, stores16) &&
-      !bn_relu_output_to_block_end(net, i, stores16)) {
+      !bn_relu_output_to_block_end(net, i, stores16) &&
+      !stem_output_recomputed(net, i, stores16)) {
     buf.output = out;
     buf.output_type = output_bf16(net, i, stores16) ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
   }
@@ -42,7 +43,7 @@ tdm_replica_buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind,
     buf.bn_work = 4 * (size_t)bn_channels(l) + TDM_BN_SLOT_FLOATS(bn_channels(l));
   if (l->kind == TDM_LAYER_RES_END) {
     skip_grad_of(net, i, stores16, &buf.skip, &buf.skip_type);
-    if (l->projection) {
+    if (l->projection && !projection_output_recomputed(net, i, stores16)) {
       buf.projection = out;
       buf.projection_type = stores16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
     }
@@ -147,6 +148,10 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
   size_t in = (size_t)l->in_h * l->in_w * l->in_c, out = layer_out_floats(l);
   switch (l->kind) {
   case TDM_LAYER_CONV:
+    /* A stem's bf16 output that has no buffer (stem_output_recomputed()), at grad_a, for
+     * the bn after it; its float32 product is staged beside its columns. */
+    if (stem_output_recomputed(net, i, stores16))
+      need_wide(need, out * sizeof(uint16_t));
     if (!stores16 || conv_bf16_columns(net, l))
       break;
     if (input_bf16(net, i, stores16))
@@ -189,6 +194,10 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
     if (l->projection)
       need_narrow(need, out * (projection_bn_bf16(net, i, stores16) ? sizeof(uint16_t)
                                                                    : sizeof(float)));
+    /* Its conv's bf16 output at grad_a, which no buffer keeps
+     * (projection_output_recomputed()). */
+    if (projection_output_recomputed(net, i, stores16))
+      need_narrow(need, out * sizeof(uint16_t));
     if (block_output_bf16(net, i, stores16))
       need_narrow(need, (size_t)l->out_c * sizeof(float));
     break;
@@ -226,8 +235,11 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
     if (!l->projection)
       return TRUE; /* the ReLU's gradient into the skip buffer */
     /* The ReLU's gradient in a half; its bn's gradient goes to the workspace as bf16,
-     * its compact input gradient straight into the skip buffer. */
+     * its compact input gradient straight into the skip buffer; its conv's output
+     * computed again in the other half (projection_output_recomputed()). */
     need_narrow(need, bytes);
+    if (projection_output_recomputed(net, i, stores16))
+      need_narrow(need, layer_out_floats(l) * sizeof(uint16_t));
     return FALSE;
   case TDM_LAYER_CONV:
     if (i >= 1 && bn_output_to_conv(net, i - 1, stores16))
@@ -235,6 +247,15 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
     if (stores16 && !conv_bf16_columns(net, l) && input_bf16(net, i, stores16))
       bytes = MAX(bytes, widened_input_floats(in, col_floats_per_sample(net, l)) *
                              sizeof(float));
+    break;
+  case TDM_LAYER_BN:
+    /* The stem's output again at grad_a for its bn (stem_output_recomputed()), whose
+     * output gradient is in the skip buffer and whose input gradient goes to the
+     * workspace. */
+    if (i == 1 && stem_output_recomputed(net, 0, stores16)) {
+      g_assert(dy_out && bytes == 0);
+      need_wide(need, in * sizeof(uint16_t));
+    }
     break;
   default:
     break;

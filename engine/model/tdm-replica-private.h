@@ -270,6 +270,33 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
            tdm_layer_pool_tiles(&net->layers[i + 2]) && !pool_bf16(net, i + 2, stores16));
 }
 
+/* Whether conv layer i's output has no buffer in training because the bn after it reads
+ * it from the gradient region, where the conv writes it in the forward and again, from
+ * the stored input, just before the bn's backward (tdm-replica-pass.c's
+ * stem_output_again()): the network's first layer, its output stored as bf16 for the bn
+ * after it (conv_output_bf16()), that bn writing its input gradient as the conv's bf16
+ * output gradient at the workspace's start (bn_dx_to_conv(), not in place), and that
+ * bn's output gradient outside the region: the first block starts right after it and
+ * keeps its gradients as bf16, its start's sum in the skip buffer (block_grad_bf16()).
+ * The region is then free in the bn's forward and backward alike; the plan gives the
+ * output its width from the region's start (forward_region(), backward_region()). The
+ * CIFAR ResNets' stem: 27 taps for 64 outputs, a recomputation of a few MFLOP a sample
+ * for 67 MB at 32 px and batch 512. The conv's forward is deterministic (the same
+ * columns, the same products, the engine's same choice for the same call), so the bn's
+ * backward reads the same bits as the forward wrote. stores16 implies bn16 here (both
+ * backends have bn_backward_dx_bf16: tdm_replica_gradient_bytes()). */
+static inline gboolean block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16);
+
+static inline gboolean
+stem_output_recomputed(const TdmNetwork *net, int i, gboolean stores16)
+{
+  if (i != 0 || net->layer_count < 4 || !conv_output_bf16(net, 0, stores16))
+    return FALSE;
+  const TdmLayer *begin = &net->layers[2];
+  return bn_dx_to_conv(net, 1, stores16) && !bn_dx_in_place(net, 1, stores16, stores16) &&
+         begin->kind == TDM_LAYER_RES_BEGIN && block_grad_bf16(net, begin->partner, stores16);
+}
+
 /* Whether layer j, reading a residual block's input or output (or a bf16 pool's), reads
  * it as bf16 in a run that stores activations so: a bn (its operations take the type;
  * not one a float32 pool follows, whose normalize-on-read takes float32), a global
@@ -427,6 +454,21 @@ projection_bn_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
   const TdmLayer *l = &net->layers[i];
   return l->kind == TDM_LAYER_RES_END && l->projection && block_output_bf16(net, i, stores16);
+}
+
+/* Whether the projection of residual block end i keeps no conv output in training: its
+ * 1×1 conv writes it as bf16 at the gradient region's start (grad_a) in the forward, its
+ * bn reading it there and writing its own output at grad_b (projection_bn_bf16()), and
+ * again from the block's stored input into the region's free half just before its bn's
+ * backward (tdm-replica-pass.c's block_end_backward()), where the block keeps bf16
+ * gradients (block_grad_bf16(): the ReLU's gradient in one half, the bn's input gradient
+ * at the workspace's start, the conv's compact input gradient in the skip buffer). The
+ * same call both times: the same bits. ResNet-18's three projections at 32 px, batch
+ * 512: 58.7 MB for three 1×1 convs of 2.1 GFLOP each a step. */
+static inline gboolean
+projection_output_recomputed(const TdmNetwork *net, int i, gboolean stores16)
+{
+  return projection_bn_bf16(net, i, stores16) && block_grad_bf16(net, i, stores16);
 }
 
 /* The skip gradient of residual block `end` as kept: *count elements of *type per

@@ -157,7 +157,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
    * block's output, which a layer after it reads, is no wider than the buffer (as bf16
    * where the block's output is bf16, projection_bn_bf16()). */
   for (int i = 0; i < n; i++)
-    if (r->proj_conv[i] != NULL) {
+    if (net->layers[i].kind == TDM_LAYER_RES_END && net->layers[i].projection) {
       g_assert(layer_out_floats(&net->layers[i]) *
                    (projection_bn_bf16(net, i, r->stores_bf16) ? sizeof(uint16_t)
                                                                : sizeof(float)) <=

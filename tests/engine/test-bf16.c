@@ -258,7 +258,12 @@ stored_outputs_case(const char *net, int block_tensors, int grad_blocks)
             tdm_replica_layer_buffers(network, i + 1, TDM_BACKEND_CPU, TDM_PRECISION_BF16)
                 .output,
             ==, 0);
-    }
+    } else if (network->layers[i].kind == TDM_LAYER_CONV &&
+               stem_output_recomputed(network, i, TRUE))
+      /* Stored as bf16 in the gradient region, computed again for its bn's backward. */
+      g_assert_cmpuint(
+          tdm_replica_layer_buffers(network, i, TDM_BACKEND_CPU, TDM_PRECISION_BF16).output, ==,
+          0);
     else if (network->layers[i].kind == TDM_LAYER_CONV)
       g_assert_cmpint(type, ==, TDM_DTYPE_BF16);
     else
@@ -433,6 +438,14 @@ test_stored_frozen(void)
    * argmax, and after three steps even bf16's operands alone move it by order one. */
   const char *const plain[] = {"conv1", "bn1", "conv2", "bn2", NULL};
   frozen_case(plain_net, 1, plain, "layer1.0.conv1");
+  /* The CIFAR stem, whose conv keeps no output (stem_output_recomputed()): the conv
+   * frozen, its bn trained (its backward reads the conv's output computed again); and
+   * both frozen (the frozen bn reads it from the gradient region in the forward). */
+  const char *stem_net = "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                         "conv16k3s2p1,bn,relu,gap,fc10";
+  const char *const stem_conv[] = {"conv1", NULL};
+  frozen_case(stem_net, 3, stem_conv, "bn1");
+  frozen_case(stem_net, 3, stem, "layer1.0.conv1");
   /* torchvision's stem frozen: its bn's bf16 output for the 3×3 pool of stride 2. */
   frozen_case("conv8k3p1,bn,relu,pool3s2p1,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,gap,fc10",
               3, stem, "layer1.0.conv1");

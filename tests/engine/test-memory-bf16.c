@@ -24,7 +24,8 @@
  * only by its bn, those of its three 1×1 projections, the stem bn's output and the
  * eight blocks' outputs (read by convs with bf16 columns, the blocks' adds, the
  * projections and the global pool): the activations drop by exactly half those
- * outputs' bytes, on both kinds of backend; an fp32 run stores none.
+ * outputs' bytes, on both kinds of backend, but the stem conv's, which it keeps none of
+ * (computed again for its bn's backward); an fp32 run stores none.
  * The first bn of each block keeps no output in bf16 (the conv after it normalizes as
  * it reads); in every precision the bn that ends a block keeps none (the block's end
  * computes it as it adds). The totals, counted here from the layers. And a CPU
@@ -55,11 +56,18 @@ test_bf16_activations(void)
     TdmReplicaPlan p16 = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 512, 100);
     g_assert_cmpuint(p32.activations, ==,
                      512 * (floats + first_bn + blocks + outputs + projections) * sizeof(float));
-    g_assert_cmpuint(p16.activations, ==,
-                     512 * (floats * sizeof(float) +
-                            (outputs + projections + blocks) * sizeof(uint16_t)));
-    /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after. */
-    g_assert_cmpuint(p16.activations, ==, 955273216);
+    /* The stem's output (65,536) is not kept: computed again for its bn's backward
+     * (stem_output_recomputed(), /memory/stem-output-recomputed). */
+    g_assert_cmpuint(bf16_stem_outputs_recomputed(net), ==, 65536);
+    /* Nor the projections' conv outputs (57,344): computed again for their bns'
+     * backward (projection_output_recomputed()). */
+    g_assert_cmpuint(bf16_projection_outputs_recomputed(net), ==, projections);
+    g_assert_cmpuint(
+        p16.activations, ==,
+        512 * (floats * sizeof(float) + (outputs - 65536 + blocks) * sizeof(uint16_t)));
+    /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after;
+     * 888,164,352 without the stem's output, 829,444,096 without the projections'. */
+    g_assert_cmpuint(p16.activations, ==, 829444096);
     g_test_message("resnet18 32 px, batch 512, %s: activations %.2f GiB in fp32, %.2f GiB in "
                    "bf16", kind == TDM_BACKEND_CPU ? "cpu" : "gpu",
                    p32.activations / 1073741824.0, p16.activations / 1073741824.0);
@@ -68,15 +76,17 @@ test_bf16_activations(void)
       TdmLayerBuffers b32 = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_FP32);
       TdmLayerBuffers b16 = tdm_replica_layer_buffers(net, i, kind, TDM_PRECISION_BF16);
       g_assert_cmpint(b32.output_type, ==, TDM_DTYPE_F32);
-      if (net->layers[i].kind != TDM_LAYER_BN)
+      if (i == 0)
+        g_assert_cmpuint(b16.output, ==, 0); /* stem_output_recomputed() */
+      else if (net->layers[i].kind != TDM_LAYER_BN)
         g_assert_cmpuint(b32.output, ==, b16.output);
       stored += b16.output_type == TDM_DTYPE_BF16;
       folded += net->layers[i].kind == TDM_LAYER_BN && b32.output == 0 && b16.output == 0;
       elided += net->layers[i].kind == TDM_LAYER_BN && b32.output > 0 && b16.output == 0;
-      if (b16.projection > 0)
-        g_assert_cmpint(b16.projection_type, ==, TDM_DTYPE_BF16);
+      if (net->layers[i].kind == TDM_LAYER_RES_END && net->layers[i].projection)
+        g_assert_cmpuint(b16.projection, ==, 0); /* projection_output_recomputed() */
     }
-    g_assert_cmpint(stored, ==, 17 + 9);
+    g_assert_cmpint(stored, ==, 16 + 9); /* the stem's computed again */
     g_assert_cmpint(folded, ==, 8);
     g_assert_cmpint(elided, ==, 8);
   }
@@ -335,15 +345,21 @@ test_bf16_block_gradients(void)
      * 201,310,208 at 32 px (the stem's widened weight gradient, 134,201,344, and 64 MiB)
      * and 543,845,376 → 339,031,552 at 224 px; there no copy of the stem's output
      * gradient in the workspace (its bn writes it in place over the pool's in the
-     * gradient region), 339,031,552 → 183,590,912. */
-    static const size_t totals[] = {2071893652 - 2 * 512 * (size_t)131072 - 402673664 -
-                                        2 * 512 * (size_t)65536 - (266485760 - 201310208),
-                                    4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
-                                        128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
-                                        128 * (size_t)802816 * sizeof(uint16_t) -
-                                        128 * (size_t)200704 *
-                                            (sizeof(int32_t) - sizeof(uint8_t)) -
-                                        (543845376 - 183590912)};
+     * gradient region), 339,031,552 → 183,590,912. At 32 px the stem conv's bf16
+     * output, 512 × 32×32×64 × 2 bytes, is not kept (stem_output_recomputed()), nor
+     * the projections' conv outputs, 512 × 57,344 × 2 (projection_output_recomputed());
+     * at 224 px theirs too, 128 × (28×28×128 + 14×14×256 + 7×7×512) × 2 (the evaluation
+     * chunk, which the training's activations bound, still within them). */
+    static const size_t totals[] = {
+        2071893652 - 2 * 512 * (size_t)131072 - 402673664 - 2 * 512 * (size_t)65536 -
+            (266485760 - 201310208) - 512 * (size_t)65536 * sizeof(uint16_t) -
+            512 * (size_t)57344 * sizeof(uint16_t),
+        4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
+            128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
+            128 * (size_t)802816 * sizeof(uint16_t) -
+            128 * (size_t)200704 * (sizeof(int32_t) - sizeof(uint8_t)) -
+            (543845376 - 183590912) -
+            128 * (size_t)(100352 + 50176 + 25088) * sizeof(uint16_t)};
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
@@ -528,6 +544,225 @@ test_bf16_stem_pool(void)
   tdm_backend_free(b);
 }
 
+/* The CIFAR stem (a 3×3 conv of few input channels, float32 columns, its bf16 output
+ * read only by its bn, the first block right after: stem_output_recomputed()) keeps no
+ * output in training: the conv writes it at the gradient region's start in the forward
+ * and again from the stored input before its bn's backward, whose output gradient is in
+ * the skip buffer and whose input gradient goes to the workspace. Only with bf16
+ * storage, only that conv (not torchvision's stem: its bn's gradient is in the region).
+ * ResNet-18's three CIFAR rows on the GPU: the activations h-memmerge's plan had
+ * (955,273,216, 1,908,942,848, 3,817,083,904) less the stem's bf16 output, batch ·
+ * side² · 64 · 2 bytes, and the gradient region the same (its two halves are the stem's
+ * output: a 64-channel bf16 gradient of the first blocks already takes the whole
+ * region). A CPU replica allocates what is planned, a step holds no more, and the bn
+ * read the bits the conv writes: its saved statistics are those of the conv's output
+ * computed here again, and its parameter gradients those of its sums over that output
+ * and its output gradient left in the skip buffer. */
+static void
+test_stem_output_recomputed(void)
+{
+  g_autoptr(GError) error = NULL;
+  static const struct {
+    int side, batch;
+    size_t activations;
+  } rows[] = {{32, 512, 955273216}, {64, 256, 1908942848}, {128, 128, 3817083904}};
+  for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
+    g_autoptr(TdmNetwork) cifar =
+        tdm_network_new(resnet18, rows[k].side, rows[k].side, 3, 10, &error);
+    g_assert_no_error(error);
+    g_assert_true(stem_output_recomputed(cifar, 0, TRUE));
+    g_assert_false(stem_output_recomputed(cifar, 0, FALSE));
+    for (int i = 1; i < cifar->layer_count; i++)
+      g_assert_false(stem_output_recomputed(cifar, i, TRUE));
+    TdmLayerBuffers stem =
+        tdm_replica_layer_buffers(cifar, 0, TDM_BACKEND_CUDA, TDM_PRECISION_BF16);
+    g_assert_cmpuint(stem.output, ==, 0);
+    TdmReplicaPlan p =
+        tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, rows[k].batch, 0);
+    size_t side = (size_t)rows[k].side, out16 = side * side * 64 * sizeof(uint16_t);
+    /* The projections' conv outputs go too (/memory/projection-output-recomputed):
+     * (side/2)²·128 + (side/4)²·256 + (side/8)²·512 = 56·side² elements, bf16. */
+    size_t projections16 = 56 * side * side * sizeof(uint16_t);
+    g_assert_cmpuint(p.activations, ==,
+                     rows[k].activations - rows[k].batch * (out16 + projections16));
+    g_assert_cmpuint(
+        2 * tdm_replica_gradient_bytes(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16), ==, out16);
+  }
+  g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 10, &error);
+  g_assert_no_error(error);
+  for (int i = 0; i < tv->layer_count; i++)
+    g_assert_false(stem_output_recomputed(tv, i, TRUE));
+
+  const char *spec = "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
+                     "res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,gap,fc10";
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_assert_true(stem_output_recomputed(net, 0, TRUE));
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  const int n = 8;
+  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_true(r->stores_bf16);
+  g_assert_null(r->acts[1]);
+  size_t planned =
+      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20).total;
+  g_assert_cmpuint(b->bytes_in_use, ==, planned);
+  size_t count = net->parameter_count;
+  g_autofree float *params = g_new(float, count);
+  tdm_network_init_parameters(net, 11, params);
+  g_autofree float *grads = replica_step_gradients(r, params, n);
+  g_assert_cmpuint(b->bytes_peak, ==, planned);
+
+  /* The stem's output again, as the pass computes it, into a buffer of the test's. */
+  const TdmLayer *conv = &net->layers[0], *bn = &net->layers[1];
+  int c = bn->out_c, rows_n = n * bn->out_h * bn->out_w;
+  size_t out = (size_t)rows_n * c;
+  tdm_backend_upload(b, r->params, params, count * sizeof(float));
+  if (r->params16 != NULL)
+    tdm_backend_to_bf16(b, r->params16, r->params, count);
+  uint16_t *y16 = tdm_backend_alloc(b, out * sizeof(uint16_t), &error);
+  float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
+  float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
+  float *sums = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
+  g_assert_no_error(error);
+  tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[0], TDM_DTYPE_F32, NULL, r->cols[0],
+                           r->conv_work[0], r->params + conv->weight_offset, n, conv->in_h,
+                           conv->in_w, conv->in_c, conv->out_c, conv->kernel, conv->pad,
+                           conv->stride, conv->out_h, conv->out_w);
+  tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows_n, c, 0, 1);
+  tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
+  /* The first block's start left its sum, the bn's output gradient, in the skip buffer. */
+  const void *dy = r->skip_grad[net->layers[2].partner];
+  tdm_backend_bn_backward_sums(b, sums, sums + c, dy, TDM_DTYPE_BF16, y16, TDM_DTYPE_BF16,
+                               saved, saved + c, r->params + bn->weight_offset,
+                               r->params + bn->bias_offset, bn->fused_relu, rows_n, c);
+  g_autofree float *host_saved = g_new(float, 2 * c);
+  g_autofree float *step_saved = g_new(float, 2 * c);
+  g_autofree float *host_sums = g_new(float, 2 * c);
+  tdm_backend_download(b, host_saved, saved, 2 * (size_t)c * sizeof(float));
+  tdm_backend_download(b, step_saved, r->bn_work[1] + 2 * c, 2 * (size_t)c * sizeof(float));
+  tdm_backend_download(b, host_sums, sums, 2 * (size_t)c * sizeof(float));
+  g_assert_true(tdm_backend_check(b, NULL));
+  g_assert_cmpmem(host_saved, 2 * c * sizeof(float), step_saved, 2 * c * sizeof(float));
+  g_assert_cmpmem(host_sums, 2 * c * sizeof(float), grads + bn->weight_offset,
+                  2 * c * sizeof(float));
+  double stem = 0.0;
+  for (size_t e = 0; e < count; e++) {
+    g_assert_true(isfinite(grads[e]));
+    if (e >= conv->weight_offset && e < conv->weight_offset + conv->param_count)
+      stem += fabs(grads[e]);
+  }
+  g_assert_cmpfloat(stem, >, 0.0);
+  tdm_backend_release(b, y16);
+  tdm_backend_release(b, slots);
+  tdm_backend_release(b, saved);
+  tdm_backend_release(b, sums);
+  tdm_replica_free(r);
+  g_assert_cmpuint(b->bytes_in_use, ==, 0);
+  tdm_backend_free(b);
+}
+
+/* A projection's 1×1 conv keeps no output in training where its block keeps bf16
+ * gradients and its bn writes bf16 (projection_output_recomputed()): the conv writes it
+ * at the gradient region's start in the forward, and again from the block's stored
+ * input into the region's free half before its bn's backward. ResNet-18 (CIFAR, 32 px;
+ * torchvision's, 224 px) and ResNet-50: every projection; not in a float32 run. A CPU
+ * replica of a small network with two projections (strides 2 and 1) allocates what is
+ * planned, a step holds no more, and each projection's bn normalized with the statistics
+ * of the conv's output as it is computed again here from the stored input: the same
+ * bits, so the backward, which computes it so, reads what the forward read. */
+static void
+test_projection_output_recomputed(void)
+{
+  g_autoptr(GError) error = NULL;
+  static const char *const nets[][2] = {
+      {resnet18, "32"}, {"resnet18", "224"}, {"resnet50", "224"}};
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
+    int side = atoi(nets[k][1]);
+    g_autoptr(TdmNetwork) net = tdm_network_new(nets[k][0], side, side, 3, 10, &error);
+    g_assert_no_error(error);
+    int projections = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      const TdmLayer *l = &net->layers[i];
+      gboolean proj = l->kind == TDM_LAYER_RES_END && l->projection;
+      g_assert_cmpint(projection_output_recomputed(net, i, TRUE), ==, proj);
+      g_assert_false(projection_output_recomputed(net, i, FALSE));
+      projections += proj;
+      TdmLayerBuffers b16 =
+          tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_BF16);
+      TdmLayerBuffers b32 =
+          tdm_replica_layer_buffers(net, i, TDM_BACKEND_CUDA, TDM_PRECISION_FP32);
+      g_assert_cmpuint(b16.projection, ==, 0);
+      g_assert_cmpuint(b32.projection, ==, proj ? layer_out_floats(l) : 0);
+    }
+    g_assert_cmpint(projections, ==, strcmp(nets[k][0], "resnet50") == 0 ? 4 : 3);
+  }
+
+  const char *spec = "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                     "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,"
+                     "res(conv24k3p1,bn,relu,conv24k3p1,bn),relu,gap,fc10";
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  const int n = 8;
+  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
+  g_assert_no_error(error);
+  size_t planned =
+      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20).total;
+  g_assert_cmpuint(b->bytes_in_use, ==, planned);
+  size_t count = net->parameter_count;
+  g_autofree float *params = g_new(float, count);
+  tdm_network_init_parameters(net, 13, params);
+  g_autofree float *grads = replica_step_gradients(r, params, n);
+  g_assert_cmpuint(b->bytes_peak, ==, planned);
+  for (size_t e = 0; e < count; e++)
+    g_assert_true(isfinite(grads[e]));
+  tdm_backend_upload(b, r->params, params, count * sizeof(float));
+  if (r->params16 != NULL)
+    tdm_backend_to_bf16(b, r->params16, r->params, count);
+  int checked = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i], *begin = &net->layers[l->partner];
+    if (l->kind != TDM_LAYER_RES_END || !l->projection)
+      continue;
+    g_assert_true(projection_output_recomputed(net, i, TRUE));
+    g_assert_null(r->proj_conv[i]);
+    int c = l->out_c, rows = n * l->out_h * l->out_w;
+    uint16_t *y16 = tdm_backend_alloc(b, (size_t)rows * c * sizeof(uint16_t), &error);
+    float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
+    float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
+    g_assert_no_error(error);
+    tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[l->partner], act_type(r, l->partner),
+                             NULL, r->cols[i], NULL, r->params + l->weight_offset, n,
+                             begin->in_h, begin->in_w, begin->in_c, c, 1, 0, l->stride,
+                             l->out_h, l->out_w);
+    tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows, c, 0, 1);
+    tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
+    g_autofree float *here = g_new(float, 2 * c), *step = g_new(float, 2 * c);
+    tdm_backend_download(b, here, saved, 2 * (size_t)c * sizeof(float));
+    tdm_backend_download(b, step, r->bn_work[i] + 2 * c, 2 * (size_t)c * sizeof(float));
+    g_assert_true(tdm_backend_check(b, NULL));
+    g_assert_cmpmem(here, 2 * c * sizeof(float), step, 2 * c * sizeof(float));
+    /* The projection's parameters had a gradient. */
+    double moved = 0.0;
+    for (size_t e = l->param_offset; e < l->param_offset + l->param_count; e++)
+      moved += fabs(grads[e]);
+    g_assert_cmpfloat(moved, >, 0.0);
+    tdm_backend_release(b, y16);
+    tdm_backend_release(b, slots);
+    tdm_backend_release(b, saved);
+    checked++;
+  }
+  g_assert_cmpint(checked, ==, 2);
+  tdm_replica_free(r);
+  g_assert_cmpuint(b->bytes_in_use, ==, 0);
+  tdm_backend_free(b);
+}
+
 void
 test_memory_add_bf16(void)
 {
@@ -537,4 +772,6 @@ test_memory_add_bf16(void)
   g_test_add_func("/memory/bf16-resnet-preset", test_bf16_resnet_preset);
   g_test_add_func("/memory/bf16-stem", test_bf16_stem);
   g_test_add_func("/memory/bf16-stem-pool", test_bf16_stem_pool);
+  g_test_add_func("/memory/stem-output-recomputed", test_stem_output_recomputed);
+  g_test_add_func("/memory/projection-output-recomputed", test_projection_output_recomputed);
 }

@@ -34,6 +34,44 @@ bf16_conv_outputs(const TdmNetwork *net)
   return sum;
 }
 
+/* Elements per sample of the stem's output a bf16 run keeps no buffer for: the network's
+ * first layer, a conv without a bias or ReLU of its own with columns (not a 1×1 conv of
+ * stride 1), a bn next, whose input gradient the conv reads as bf16 (a stem with float32
+ * columns, or bf16 ones: out_c ≤ its reduction), and a residual block right after the
+ * bn whose gradients are kept as bf16 (block_grad_bf16(): its start's sum in the skip
+ * buffer), not one whose pool comes next. Counted in bf16_conv_outputs() too (the half
+ * a bf16 output saves); the other half goes with it. */
+static inline size_t
+bf16_stem_outputs_recomputed(const TdmNetwork *net)
+{
+  if (net->layer_count < 4)
+    return 0;
+  const TdmLayer *l = &net->layers[0];
+  gboolean columns =
+      l->kind == TDM_LAYER_CONV && !(l->kernel == 1 && l->stride == 1 && l->pad == 0);
+  if (!columns || l->bias_count != 0 || l->fused_relu || net->layers[1].kind != TDM_LAYER_BN ||
+      net->layers[2].kind != TDM_LAYER_RES_BEGIN ||
+      !block_grad_bf16(net, net->layers[2].partner, TRUE))
+    return 0;
+  return (size_t)l->out_h * l->out_w * l->out_c;
+}
+
+/* Elements per sample of the projections' conv outputs a bf16 run keeps no buffer for:
+ * where the block's output is bf16 (its projection's bn writes bf16) and its gradients
+ * are kept as bf16 (block_grad_bf16()). Counted in bf16_projection_outputs() too. */
+static inline size_t
+bf16_projection_outputs_recomputed(const TdmNetwork *net)
+{
+  size_t sum = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->kind == TDM_LAYER_RES_END && l->projection && block_output_bf16(net, i, TRUE) &&
+        block_grad_bf16(net, i, TRUE))
+      sum += (size_t)l->out_h * l->out_w * l->out_c;
+  }
+  return sum;
+}
+
 /* Elements per sample of the projections' conv outputs, which a bf16 run stores as bf16
  * too (their one reader is the projection's bn). */
 static inline size_t
