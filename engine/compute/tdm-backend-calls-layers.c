@@ -144,6 +144,33 @@ tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const v
 }
 
 void
+tdm_backend_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
+                                           TdmDtype a_type, const uint16_t *skip,
+                                           const uint16_t *mask, const void *x,
+                                           TdmDtype x_type, const float *mean,
+                                           const float *invstd, const float *gamma,
+                                           const float *beta, bool relu, int rows,
+                                           int channels, float *dgamma, float *dbeta)
+{
+  const char *op = "add_relu_backward_bn_sums_bf16";
+  if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_relu_backward_bn_sums_bf16) &&
+      bn_backward_ok(b, op, a_type, x_type, rows, channels) &&
+      TDM_ARGS_OK(b, (const void *)dx != a || a_type == TDM_DTYPE_BF16,
+                  _("%s: dx is a but a is not bf16"), op) &&
+      TDM_ARGS_OK(b, (const void *)dx != x && (const void *)dx != (const void *)mask,
+                  _("%s: dx is the bn's input or the ReLU's output"), op))
+    b->ops->add_relu_backward_bn_sums_bf16(b, dx, a, a_type, skip, mask, x, x_type, mean,
+                                           invstd, gamma, beta, relu, rows, channels, dgamma,
+                                           dbeta);
+}
+
+gboolean
+tdm_backend_has_start_bn_sums(TdmBackend *b)
+{
+  return b->ops->add_relu_backward_bn_sums_bf16 != NULL;
+}
+
+void
 tdm_backend_bn_backward_dx(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
                            const void *x, TdmDtype x_type, const float *mean,
                            const float *invstd, const float *gamma, const float *beta,

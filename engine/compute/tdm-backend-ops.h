@@ -211,6 +211,13 @@ struct _TdmBackendOps {
                             int stride);
   void (*add_relu_backward_bf16) (TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
                                   const void *x, TdmDtype x_type, const uint16_t *y, size_t n);
+  void (*add_relu_backward_bn_sums_bf16) (TdmBackend *b, uint16_t *dx, const void *a,
+                                          TdmDtype a_type, const uint16_t *skip,
+                                          const uint16_t *mask, const void *x,
+                                          TdmDtype x_type, const float *mean,
+                                          const float *invstd, const float *gamma,
+                                          const float *beta, bool relu, int rows,
+                                          int channels, float *dgamma, float *dbeta);
   void (*bn_forward_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                            const float *mean, const float *invstd, const float *gamma,
                            const float *beta, const void *a, TdmDtype a_type, int rows,

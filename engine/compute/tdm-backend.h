@@ -744,6 +744,23 @@ void tdm_backend_add_strided_bf16 (TdmBackend *b, void *y, TdmDtype y_type, cons
 void tdm_backend_add_relu_backward_bf16 (TdmBackend *b, uint16_t *dx, const void *a,
                                          TdmDtype a_type, const void *x, TdmDtype x_type,
                                          const uint16_t *y, size_t n);
+/* A block's start in backward followed by the sums of the bn below it, in one pass: dx
+ * = mask > 0 ? a + skip : 0 rounded once to bf16 (a float32 or bf16, skip bf16 or NULL
+ * for a alone, mask bf16 or NULL for no ReLU): the bits of add_relu_backward_bf16 (or,
+ * skip NULL, relu_backward_bf16 or to_bf16 of a); then dgamma and dbeta as
+ * bn_backward_sums(dgamma, dbeta, dx, bf16, x, x_type, mean, invstd, gamma, beta, relu,
+ * rows, channels) writes them, the same bits: each backend adds the rows in the order
+ * of its own sums (the CUDA kernel is the sums kernel, its dy made as it loads). n =
+ * rows · channels; dx may be a or skip where that one is bf16. The synchronized-BN
+ * step after it is unchanged. Only where tdm_backend_has_start_bn_sums(). */
+void tdm_backend_add_relu_backward_bn_sums_bf16 (TdmBackend *b, uint16_t *dx, const void *a,
+                                                 TdmDtype a_type, const uint16_t *skip,
+                                                 const uint16_t *mask, const void *x,
+                                                 TdmDtype x_type, const float *mean,
+                                                 const float *invstd, const float *gamma,
+                                                 const float *beta, bool relu, int rows,
+                                                 int channels, float *dgamma, float *dbeta);
+gboolean tdm_backend_has_start_bn_sums (TdmBackend *b);
 void tdm_backend_add_out_bf16 (TdmBackend *b, uint16_t *y, const float *a, const void *x,
                                TdmDtype x_type, size_t n, bool relu);
 void tdm_backend_bn_forward_bf16 (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,

@@ -989,6 +989,7 @@ main(int argc, char **argv)
   test_backend_cpu_add_gradchecks();
   test_backend_cpu_add_bf16();
   test_backend_cpu_add_pool2d();
+  test_backend_cpu_add_start_sums();
 
   return g_test_run();
 }

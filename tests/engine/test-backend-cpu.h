@@ -132,8 +132,9 @@ conv_dims(const ConvShape *s, int *oh, int *ow, size_t *rows, size_t *cols, size
   *xn = (size_t)s->n * s->h * s->w * s->c;
 }
 
-/* Registers test-backend-cpu-gradcheck.c's tests, test-backend-cpu-bf16.c's and
- * test-backend-cpu-pool2d.c's. */
+/* Registers test-backend-cpu-gradcheck.c's tests, test-backend-cpu-bf16.c's,
+ * test-backend-cpu-pool2d.c's and test-backend-cpu-start-sums.c's. */
 void test_backend_cpu_add_gradchecks(void);
 void test_backend_cpu_add_bf16(void);
 void test_backend_cpu_add_pool2d(void);
+void test_backend_cpu_add_start_sums(void);

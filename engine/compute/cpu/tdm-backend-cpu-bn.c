@@ -375,6 +375,53 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void 
   g_free(p.mean);
 }
 
+/* A residual block's start in backward and the sums of the bn below it in one pass: a
+ * block of rows of dx = mask > 0 ? a + skip : 0 (mask NULL: no ReLU; skip NULL: a alone)
+ * rounded once to bf16 (add_relu_backward_bf16's bits), then that block widened and
+ * added into the sums as bn_backward_sums adds its dy: every channel's rows in order,
+ * the same bits. With neither skip nor mask a bf16 a is copied (a NaN's bits kept, as
+ * the unfused copy keeps them). dx may be a or skip where that one is bf16 (each
+ * element is read before it is written). */
+void
+tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
+                                       TdmDtype a_type, const uint16_t *skip,
+                                       const uint16_t *mask, const void *x, TdmDtype x_type,
+                                       const float *mean, const float *invstd,
+                                       const float *gamma, const float *beta, bool relu,
+                                       int rows, int channels, float *dgamma, float *dbeta)
+{
+  const float *af = a_type == TDM_DTYPE_F32 ? a : NULL;
+  const uint16_t *ah = a_type == TDM_DTYPE_BF16 ? a : NULL;
+  BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
+  double *acc = g_new0(double, 2 * (size_t)channels), *accb = acc + channels;
+  float *tmp = block_scratch(x_type, rows, channels);
+  float *dytmp = block_scratch(TDM_DTYPE_BF16, rows, channels);
+  const int block = block_rows(TDM_DTYPE_BF16, rows, channels);
+  for (int r = 0; r < rows; r += block) {
+    const int count = MIN(block, rows - r);
+    const size_t at = (size_t)r * channels, end = at + (size_t)count * channels;
+    for (size_t i = at; i < end && skip == NULL && mask == NULL && ah != NULL; i++)
+      dx[i] = ah[i]; /* a copy, as the unfused way copies: a NaN's bits kept */
+    for (size_t i = at; i < end && (skip != NULL || mask != NULL || ah == NULL); i++) {
+      const float own = af != NULL ? af[i] : tdm_bf16_value(ah[i]);
+      /* Not own + 0 where there is no skip: that would turn −0 into +0. */
+      const float v = skip != NULL ? own + tdm_bf16_value(skip[i]) : own;
+      dx[i] = tdm_bf16_round(mask == NULL || tdm_bf16_value(mask[i]) > 0.0f ? v : 0.0f);
+    }
+    bn_sums_rows(acc, accb, rows_f32(x, x_type, r, count, channels, tmp),
+                 rows_f32(dx, TDM_DTYPE_BF16, r, count, channels, dytmp), &p, relu, count,
+                 channels);
+  }
+  g_free(dytmp);
+  g_free(tmp);
+  for (int ch = 0; ch < channels; ch++) {
+    dgamma[ch] = (float)acc[ch];
+    dbeta[ch] = (float)accb[ch];
+  }
+  g_free(acc);
+  g_free(p.mean);
+}
+
 /* One row of dx. out may be dr (dx == dy): each value is read before it is written at
  * the same index, so the loop vectorizes whatever the overlap (ivdep says so). */
 static inline void

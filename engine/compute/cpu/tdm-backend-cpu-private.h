@@ -83,6 +83,13 @@ void tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const voi
 void tdm_cpu_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
                                     const void *x, TdmDtype x_type, const uint16_t *y,
                                     size_t n);
+void tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
+                                            TdmDtype a_type, const uint16_t *skip,
+                                            const uint16_t *mask, const void *x,
+                                            TdmDtype x_type, const float *mean,
+                                            const float *invstd, const float *gamma,
+                                            const float *beta, bool relu, int rows,
+                                            int channels, float *dgamma, float *dbeta);
 void tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
                           TdmDtype x_type, size_t n, bool relu);
 void tdm_cpu_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,

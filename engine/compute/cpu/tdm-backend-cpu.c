@@ -269,6 +269,7 @@ static const TdmBackendOps tdm_backend_cpu_ops = {
   .add_out_bf16 = tdm_cpu_add_out_bf16,
   .add_strided_bf16 = tdm_cpu_add_strided_bf16,
   .add_relu_backward_bf16 = tdm_cpu_add_relu_backward_bf16,
+  .add_relu_backward_bn_sums_bf16 = tdm_cpu_add_relu_backward_bn_sums_bf16,
   .maxpool_forward_bf16 = tdm_cpu_maxpool_forward_bf16,
   .maxpool2d_forward_bn = tdm_cpu_maxpool2d_forward_bn,
   .maxpool_backward_bf16 = tdm_cpu_maxpool_backward_bf16,
