@@ -57,7 +57,10 @@ static_assert(BN_TILE_CHANNELS <= 64, "bn_add_partials: a tile's values fit half
 #define BN_FILL_BLOCKS 264
 #define BN_MAX_BLOCKS 528
 
-enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3 };
+/* SUM_START, or-ed into a backward mode: the block start's pass, its dy made as it
+ * loads (bn_start_row). SUM_BASE: the mode without it. */
+enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3, SUM_START = 4 };
+#define SUM_BASE(mode) ((mode) & 3)
 
 /* The launch's shape, computed once on the host. */
 struct BnSumShape {
@@ -82,7 +85,11 @@ struct BnSumArgs {
   /* The finish: out0, out1 (backward), or this replica's slot of `slots` (moments). */
   float *out0, *out1, *slots;
   int slot, slot_count;
-  bool aligned; /* x and dy allow the vector loads */
+  bool aligned; /* x and dy (and skip, mask, dx) allow the vector accesses */
+  /* SUM_START: dy is the first layer's input gradient a, the skip's share (NULL:
+   * none) and the ReLU's output below (NULL: no ReLU) bf16, dx the rounded sum. */
+  const uint16_t *skip, *mask;
+  uint16_t *dx;
 };
 
 /* V values of one row from p, as floats: one or two 16-byte loads where aligned. */
@@ -140,6 +147,50 @@ struct BnRow<V, uint16_t> {
       v[j] = __uint_as_float(j % 2 == 0 ? w[j / 2] << 16 : w[j / 2] & 0xffff0000u);
   }
 };
+
+/* The block start's gradient for V channels of one row (SUM_START): a's values plus
+ * the skip's where the mask is positive, else 0, rounded once to bf16 into dx and
+ * widened back into g: tdm_k_add_relu_backward_bf16's bits, or with no skip
+ * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's, or (a bf16, no mask) a copy's (a NaN's
+ * bits kept: the widened value's high half). Each value is read before it is written
+ * (dx may be a or the skip). */
+template <int V, typename X, typename D>
+__device__ __forceinline__ void
+bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at)
+{
+  float v[V];
+  unsigned h[V];
+  bn_load_row<V>(v, a.dy + at, a.aligned);
+  if (sizeof(D) == 2 && a.skip == NULL && a.mask == NULL) {
+    for (int j = 0; j < V; j++)
+      h[j] = __float_as_uint(v[j]) >> 16;
+  } else {
+    float t[V];
+    if (a.skip != NULL) {
+      bn_load_row<V>(t, a.skip + at, a.aligned);
+      for (int j = 0; j < V; j++)
+        v[j] = v[j] + t[j];
+    }
+    if (a.mask != NULL) {
+      bn_load_row<V>(t, a.mask + at, a.aligned);
+      for (int j = 0; j < V; j++)
+        v[j] = t[j] > 0.0f ? v[j] : 0.0f;
+    }
+    for (int j = 0; j < V; j++)
+      h[j] = tdm_k_bf16_bits(v[j]);
+  }
+  uint16_t *p = a.dx + at;
+  if (V == 8 && a.aligned)
+    *(uint4 *)p = make_uint4(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16,
+                             h[4 % V] | h[5 % V] << 16, h[6 % V] | h[7 % V] << 16);
+  else if (V == 4 && a.aligned)
+    *(uint2 *)p = make_uint2(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16);
+  else
+    for (int j = 0; j < V; j++)
+      p[j] = (uint16_t)h[j];
+  for (int j = 0; j < V; j++)
+    g[j] = __uint_as_float(h[j] << 16);
+}
 
 /* Adds `count` rows of 2 · channels doubles, src[k · 2 · channels + i], for this
  * tile's values into dst (the same layout, one row) and into sh[i] (i = which · span +
@@ -263,14 +314,30 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
       for (int j = 0; j < V; j++) {
         m[j] = a.mean[ch + j];
         is[j] = a.invstd[ch + j];
-        if (MODE == SUM_BACKWARD_RELU)
+        if (SUM_BASE(MODE) == SUM_BACKWARD_RELU)
           bn_train_affine(ch + j, a.mean, a.invstd, a.gamma, a.beta, &scale[j], &shift[j]);
       }
     const int B = BnBatch<MODE, V, X>::rows;
     size_t step = (size_t)gridDim.x * s.rl * C;
     size_t at = ((size_t)group * s.rl + lane) * C + ch, end = (size_t)a.rows * C;
     /* Whole batches: every load first, then the additions in row order. */
-    for (; at + (B - 1) * step < end; at += B * step) {
+    for (; MODE & SUM_START && at + (B - 1) * step < end; at += B * step) {
+      BnRow<V, X> xr[B];
+      float gs[B][V];
+#pragma unroll
+      for (int r = 0; r < B; r++)
+        xr[r].load(a.x + at + r * step, a.aligned);
+#pragma unroll
+      for (int r = 0; r < B; r++)
+        bn_start_row<V>(gs[r], a, at + r * step);
+#pragma unroll
+      for (int r = 0; r < B; r++) {
+        float v[V];
+        xr[r].get(v);
+        bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, gs[r], k, m, is, scale, shift);
+      }
+    }
+    for (; !(MODE & SUM_START) && at + (B - 1) * step < end; at += B * step) {
       BnRow<V, X> xr[B];
       BnRow<V, D> dr[B];
 #pragma unroll
@@ -285,15 +352,17 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
         xr[r].get(v);
         if (MODE != SUM_SHIFTED)
           dr[r].get(g);
-        bn_sums_row<MODE, V>(a0, a1, v, g, k, m, is, scale, shift);
+        bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, g, k, m, is, scale, shift);
       }
     }
     for (; at < end; at += step) {
       float v[V], g[V];
       bn_load_row<V>(v, a.x + at, a.aligned);
-      if (MODE != SUM_SHIFTED)
+      if (MODE & SUM_START)
+        bn_start_row<V>(g, a, at);
+      else if (MODE != SUM_SHIFTED)
         bn_load_row<V>(g, a.dy + at, a.aligned);
-      bn_sums_row<MODE, V>(a0, a1, v, g, k, m, is, scale, shift);
+      bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, g, k, m, is, scale, shift);
     }
   }
   /* The row lanes in order. sh[lane][i], i = which · span + j · ct + cl for the
@@ -426,7 +495,8 @@ static cudaError_t
 bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
           const float *invstd, const float *gamma, const float *beta, int rows, int channels,
           double *partials, size_t partials_count, unsigned *counters, size_t counter_count,
-          float *slots, int slot, int slot_count, cudaStream_t stream)
+          float *slots, int slot, int slot_count, cudaStream_t stream,
+          const uint16_t *skip = NULL, const uint16_t *mask = NULL, uint16_t *dx = NULL)
 {
   if (channels <= 0)
     return cudaSuccess;
@@ -435,8 +505,11 @@ bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
       !bn_sum_shape(&s, rows, channels, partials_count, counter_count))
     return cudaErrorInvalidValue;
   BnSumArgs<X, D> a = {x, dy, mean, invstd, gamma, beta, rows, channels, partials, counters,
-                       out0, out1, slots, slot, slot_count, true};
-  a.aligned = bn_vec_aligned(x, s.v) && (MODE == SUM_SHIFTED || bn_vec_aligned(dy, s.v));
+                       out0, out1, slots, slot, slot_count, true, skip, mask, dx};
+  a.aligned = bn_vec_aligned(x, s.v) && (MODE == SUM_SHIFTED || bn_vec_aligned(dy, s.v)) &&
+              (skip == NULL || bn_vec_aligned(skip, s.v)) &&
+              (mask == NULL || bn_vec_aligned(mask, s.v)) &&
+              (dx == NULL || bn_vec_aligned(dx, s.v));
   dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
   unsigned threads = (unsigned)(s.ct * s.rl);
   if (s.v == 8)
@@ -498,6 +571,46 @@ tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16, c
     return x16 ? BN_SUMS(uint16_t, uint16_t) : BN_SUMS(uint16_t, float);
   return x16 ? BN_SUMS(float, uint16_t) : BN_SUMS(float, float);
 #undef BN_SUMS
+}
+
+/* The block start's pass with the sums: bn_reduce's launch in SUM_START mode, so
+ * that every addition falls as tdm_k_bn_backward_sums's on the dx it writes. */
+template <typename X, typename D>
+static cudaError_t
+start_sums(uint16_t *dx, const D *a, const uint16_t *skip, const uint16_t *mask, const X *x,
+           const float *mean, const float *invstd, const float *gamma, const float *beta,
+           bool relu, int rows, int channels, float *dgamma, float *dbeta, double *partials,
+           size_t partials_count, unsigned *counters, size_t counter_count,
+           cudaStream_t stream)
+{
+  if (relu)
+    return bn_reduce<SUM_BACKWARD_RELU | SUM_START>(
+        dgamma, dbeta, x, a, mean, invstd, gamma, beta, rows, channels, partials,
+        partials_count, counters, counter_count, NULL, 0, 0, stream, skip, mask, dx);
+  return bn_reduce<SUM_BACKWARD | SUM_START>(dgamma, dbeta, x, a, mean, invstd, gamma, beta,
+                                             rows, channels, partials, partials_count,
+                                             counters, counter_count, NULL, 0, 0, stream,
+                                             skip, mask, dx);
+}
+
+extern "C" cudaError_t
+tdm_k_add_relu_backward_bn_sums_bf16(uint16_t *dx, const void *a, bool a16,
+                                     const uint16_t *skip, const uint16_t *mask,
+                                     const void *x, bool x16, const float *mean,
+                                     const float *invstd, const float *gamma,
+                                     const float *beta, bool relu, int rows, int channels,
+                                     float *dgamma, float *dbeta, double *partials,
+                                     size_t partials_count, unsigned *counters,
+                                     size_t counter_count, cudaStream_t stream)
+{
+#define START_SUMS(A, X)                                                                       \
+  start_sums(dx, (const A *)a, skip, mask, (const X *)x, mean, invstd, gamma, beta, relu,      \
+             rows, channels, dgamma, dbeta, partials, partials_count, counters,                \
+             counter_count, stream)
+  if (a16)
+    return x16 ? START_SUMS(uint16_t, uint16_t) : START_SUMS(uint16_t, float);
+  return x16 ? START_SUMS(float, uint16_t) : START_SUMS(float, float);
+#undef START_SUMS
 }
 
 __global__ void

@@ -273,6 +273,18 @@ cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, 
                                    bool relu, int rows, int channels, double *partials,
                                    size_t partials_count, unsigned *counters,
                                    size_t counter_count, cudaStream_t stream);
+/* A residual block's start in backward and the sums of the bn below it in one pass:
+ * dx = mask > 0 ? a + skip : 0 (a float32 or, a16, bf16; skip and mask bf16, NULL for
+ * none) rounded once to bf16 (tdm_k_add_relu_backward_bf16's bits; with no skip
+ * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's or a copy's), and dgamma, dbeta as
+ * tdm_k_bn_backward_sums writes them from that dx (bf16), the same bits: it is that
+ * kernel, its dy made as it loads. dx may be a or skip where that one is bf16. */
+cudaError_t tdm_k_add_relu_backward_bn_sums_bf16(
+    uint16_t *dx, const void *a, bool a16, const uint16_t *skip, const uint16_t *mask,
+    const void *x, bool x16, const float *mean, const float *invstd, const float *gamma,
+    const float *beta, bool relu, int rows, int channels, float *dgamma, float *dbeta,
+    double *partials, size_t partials_count, unsigned *counters, size_t counter_count,
+    cudaStream_t stream);
 cudaError_t tdm_k_bn_backward_dx(float *dx, const void *dy, bool dy16, const void *x, bool x16,
                                  const float *mean, const float *invstd, const float *gamma,
                                  const float *beta, bool relu, const float *sum_dgamma,

@@ -140,6 +140,28 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void
 }
 
 void
+tdm_cuda_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
+                                        TdmDtype a_type, const uint16_t *skip,
+                                        const uint16_t *mask, const void *x, TdmDtype x_type,
+                                        const float *mean, const float *invstd,
+                                        const float *gamma, const float *beta, bool relu,
+                                        int rows, int channels, float *dgamma, float *dbeta)
+{
+  if (!tdm_cuda_begin(b))
+    return;
+  size_t count = 0;
+  double *partials = sum_scratch(b, "add_relu_backward_bn_sums_bf16", channels, &count);
+  if (partials == NULL)
+    return;
+  size_t counter_count = 0;
+  unsigned *counters = tdm_backend_cuda_sum_counters(b, &counter_count);
+  TDM_CUDA_OK(b, tdm_k_add_relu_backward_bn_sums_bf16(
+                     dx, a, a_type == TDM_DTYPE_BF16, skip, mask, x, x_type == TDM_DTYPE_BF16,
+                     mean, invstd, gamma, beta, relu, rows, channels, dgamma, dbeta, partials,
+                     count, counters, counter_count, STREAM(b)));
+}
+
+void
 tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_type,
                         const void *x, TdmDtype x_type, const float *mean, const float *invstd,
                         const float *gamma, const float *beta, bool relu,

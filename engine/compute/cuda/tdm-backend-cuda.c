@@ -480,6 +480,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
     .add_out_bf16 = tdm_cuda_add_out_bf16,
     .add_strided_bf16 = tdm_cuda_add_strided_bf16,
     .add_relu_backward_bf16 = tdm_cuda_add_relu_backward_bf16,
+    .add_relu_backward_bn_sums_bf16 = tdm_cuda_add_relu_backward_bn_sums_bf16,
     .maxpool_forward_bf16 = tdm_cuda_maxpool_forward_bf16,
     .maxpool2d_forward_bn = tdm_cuda_maxpool2d_forward_bn,
     .maxpool_backward_bf16 = tdm_cuda_maxpool_backward_bf16,
