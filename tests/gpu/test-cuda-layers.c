@@ -637,6 +637,7 @@ main(int argc, char **argv)
   test_cuda_layers_add_blocks();
   test_cuda_layers_add_pools_bf16();
   test_cuda_layers_add_bn();
+  test_cuda_layers_add_start_sums();
 
   int status = g_test_run();
   if (gpu != NULL) {

@@ -181,3 +181,5 @@ void test_cuda_layers_add_blocks(void);
 /* test-cuda-layers-pools-bf16.c's: the preset's plain layers in bf16. */
 void test_cuda_layers_add_pools_bf16(void);
 void test_cuda_layers_add_bn(void);
+/* test-cuda-layers-start-sums.c's: a block's start with the bn's sums in one pass. */
+void test_cuda_layers_add_start_sums(void);

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-cuda-layers-start-sums.c — a residual block's start in backward with the sums of
+ * the bn below it in one pass (add_relu_backward_bn_sums_bf16, kernels/bn.cu's sums
+ * kernel in its SUM_START mode): dx and the sums bit for bit against the GPU's unfused
+ * pair (add_relu_backward_bf16, or for a projection's start relu_backward_bf16, to_bf16
+ * or a copy, then bn_backward_sums over the rounded gradient), dx bit for bit against
+ * the CPU's op and the sums within float rounding of it (the CPU adds its rows in
+ * another order); a float32 and bf16, with and without the skip's share and the ReLU's
+ * mask, the bn's input float32 and bf16, with and without its own fused ReLU; channel
+ * counts that take each vector width and shapes of one group to many sets; through
+ * misaligned pointers (scalar accesses, the same bits) and in place over the skip.
+ * Registered by test-cuda-layers.c.
+ */
+#include "tdm-build-config.h"
+
+#if TDM_HAVE_CUDA
+
+#include "test-cuda-layers.h"
+
+static gboolean
+same_device_bits(const char *what, const void *got, const void *want, size_t bytes)
+{
+  g_autofree char *a = g_malloc(bytes), *b = g_malloc(bytes);
+  tdm_backend_download(gpu, a, got, bytes);
+  tdm_backend_download(gpu, b, want, bytes);
+  assert_ok(gpu);
+  if (memcmp(a, b, bytes) == 0)
+    return TRUE;
+  g_test_message("FAILED %s: the bits differ", what);
+  g_test_fail();
+  return FALSE;
+}
+
+/* n bf16 values on the device against the host's. */
+static void
+same_host_bits(const char *what, const uint16_t *dev, const uint16_t *host, size_t n)
+{
+  g_autofree uint16_t *out = g_new(uint16_t, n);
+  tdm_backend_download(gpu, out, dev, n * 2);
+  assert_ok(gpu);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; i++)
+    wrong += out[i] != host[i];
+  if (wrong > 0) {
+    g_test_message("FAILED %s against the CPU: %zu of %zu values differ", what, wrong, n);
+    g_test_fail();
+  }
+}
+
+/* The unfused pair on backend be into want and sums (dgamma, then dbeta). */
+static void
+unfused(TdmBackend *be, uint16_t *want, float *sums, const void *a, TdmDtype a_type,
+        const uint16_t *skip, const uint16_t *mask, const void *x, TdmDtype x_type,
+        const float *p, bool relu, int rows, int c)
+{
+  size_t n = (size_t)rows * c;
+  if (skip != NULL)
+    tdm_backend_add_relu_backward_bf16(be, want, a, a_type, skip, TDM_DTYPE_BF16, mask, n);
+  else if (mask != NULL)
+    tdm_backend_relu_backward_bf16(be, want, TDM_DTYPE_BF16, a, a_type, mask, n);
+  else if (a_type == TDM_DTYPE_F32)
+    tdm_backend_to_bf16(be, want, a, n);
+  else
+    tdm_backend_copy(be, want, a, n * 2);
+  tdm_backend_bn_backward_sums(be, sums, sums + c, want, TDM_DTYPE_BF16, x, x_type, p, p + c,
+                               p + 2 * (size_t)c, p + 3 * (size_t)c, relu, rows, c);
+}
+
+static void
+start_sums_case(int rows, int c, size_t offset)
+{
+  size_t n = (size_t)rows * c, all = n + offset;
+  g_autofree float *a = random_floats(all, -1, 1), *skipf = random_floats(all, -1, 1);
+  g_autofree float *x = random_floats(all, -1, 1), *y = random_floats(all, -2, 2);
+  for (size_t i = 0; i < all; i++)
+    x[i] = x[i] * (1.0f + (float)(i % c) * 0.01f) + 0.25f * (float)(i % 5);
+  for (size_t i = 0; i < all; i += 5)
+    y[i] = i % 10 == 0 ? 0.0f : -0.0f;
+  a[all - 1] = -0.0f;
+  g_autofree uint16_t *a16 = g_new(uint16_t, all), *skip16 = g_new(uint16_t, all);
+  g_autofree uint16_t *x16 = g_new(uint16_t, all), *y16 = g_new(uint16_t, all);
+  for (size_t i = 0; i < all; i++) {
+    a16[i] = bf16_bits(a[i]);
+    skip16[i] = bf16_bits(skipf[i]);
+    x16[i] = bf16_bits(x[i]);
+    y16[i] = bf16_bits(y[i]);
+  }
+  /* mean, invstd, gamma, beta: near the data's statistics, so xhat is of order 1. */
+  g_autofree float *p = random_floats(4 * (size_t)c, 0.5, 1.5);
+  for (int ch = 0; ch < c; ch++) {
+    p[ch] = 0.5f * p[ch] - 0.25f + 0.5f;
+    p[3 * (size_t)c + ch] -= 1.0f;
+  }
+  float *da = on(a, all * 4), *dx32 = on(x, all * 4), *dp = on(p, 4 * (size_t)c * 4);
+  uint16_t *da16 = on(a16, all * 2), *dskip = on(skip16, all * 2), *dx16 = on(x16, all * 2);
+  uint16_t *dmask = on(y16, all * 2), *got = on(NULL, all * 2), *want = on(NULL, all * 2);
+  float *gsums = poisoned(2 * (size_t)c), *wsums = poisoned(2 * (size_t)c);
+  g_autofree uint16_t *ref = g_new(uint16_t, all);
+  g_autofree float *ref_sums = g_new(float, 2 * (size_t)c);
+  for (int t = 0; t < 32; t++) {
+    bool a_bf16 = t & 1, with_skip = t & 2, masked = t & 4, x_bf16 = t & 8, relu = t & 16;
+    TdmDtype a_type = a_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    TdmDtype x_type = x_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+    const void *av = a_bf16 ? (const void *)(da16 + offset) : (const void *)(da + offset);
+    const void *xv = x_bf16 ? (const void *)(dx16 + offset) : (const void *)(dx32 + offset);
+    const uint16_t *skip = with_skip ? dskip + offset : NULL;
+    const uint16_t *mask = masked ? dmask + offset : NULL;
+    g_autofree char *what = g_strdup_printf(
+        "add_relu_backward_bn_sums_bf16 %d×%d+%zu a %s%s%s x %s%s", rows, c, offset,
+        a_bf16 ? "bf16" : "f32", with_skip ? " + skip" : "", masked ? ", masked" : "",
+        x_bf16 ? "bf16" : "f32", relu ? ", bn relu" : "");
+    unfused(gpu, want + offset, wsums, av, a_type, skip, mask, xv, x_type, dp, relu, rows, c);
+    tdm_backend_add_relu_backward_bn_sums_bf16(gpu, got + offset, av, a_type, skip, mask, xv,
+                                               x_type, dp, dp + c, dp + 2 * (size_t)c,
+                                               dp + 3 * (size_t)c, relu, rows, c, gsums,
+                                               gsums + c);
+    assert_ok(gpu);
+    g_autofree char *wdx = g_strdup_printf("%s: dx against the unfused pair", what);
+    same_device_bits(wdx, got + offset, want + offset, n * 2);
+    g_autofree char *ws = g_strdup_printf("%s: sums against the unfused pair", what);
+    same_device_bits(ws, gsums, wsums, 2 * (size_t)c * 4);
+    /* The CPU's op: dx the same bits, the sums within rounding of its order. */
+    const void *hav = a_bf16 ? (const void *)(a16 + offset) : (const void *)(a + offset);
+    const void *hxv = x_bf16 ? (const void *)(x16 + offset) : (const void *)(x + offset);
+    tdm_backend_add_relu_backward_bn_sums_bf16(
+        cpu, ref + offset, hav, a_type, with_skip ? skip16 + offset : NULL,
+        masked ? y16 + offset : NULL, hxv, x_type, p, p + c, p + 2 * (size_t)c,
+        p + 3 * (size_t)c, relu, rows, c, ref_sums, ref_sums + c);
+    assert_ok(cpu);
+    g_autofree char *wc = g_strdup_printf("%s: dx", what);
+    same_host_bits(wc, got + offset, ref + offset, n);
+    g_autofree char *wcs = g_strdup_printf("%s: sums against the CPU", what);
+    check_close(wcs, gsums, ref_sums, 2 * (size_t)c, TOL);
+    /* In place over the skip, as the block's start writes its sum. */
+    if (with_skip) {
+      tdm_backend_copy(gpu, got + offset, dskip + offset, n * 2);
+      tdm_backend_add_relu_backward_bn_sums_bf16(gpu, got + offset, av, a_type, got + offset,
+                                                 mask, xv, x_type, dp, dp + c,
+                                                 dp + 2 * (size_t)c, dp + 3 * (size_t)c, relu,
+                                                 rows, c, gsums, gsums + c);
+      g_autofree char *wi = g_strdup_printf("%s, in place", what);
+      same_device_bits(wi, got + offset, want + offset, n * 2);
+      same_device_bits(wi, gsums, wsums, 2 * (size_t)c * 4);
+    }
+  }
+  void *bufs[] = {da, dx32, dp, da16, dskip, dx16, dmask, got, want, gsums, wsums};
+  for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+    release(bufs[i]);
+}
+
+static void
+test_start_sums(void)
+{
+  if (!have_gpu())
+    return;
+  for (size_t offset = 0; offset < 2; offset++) {
+    start_sums_case(7, 3, offset);          /* one group, one value a thread */
+    start_sums_case(5003, 17, offset);      /* 17 channels: scalar accesses, three sets */
+    start_sums_case(65536 + 37, 64, offset); /* a ResNet's first stage: 8 a thread, sets */
+    start_sums_case(2001, 512, offset);     /* two tiles of 256 channels */
+    start_sums_case(300, 1000, offset);     /* four tiles, the last one partly used */
+    start_sums_case(1, 12, offset);         /* one row: 4 a thread */
+  }
+  start_sums_case(5, 40000, 0); /* wider than the scratch holds groups for */
+}
+
+void
+test_cuda_layers_add_start_sums(void)
+{
+  g_test_add_func("/cuda-layers/start-sums", test_start_sums);
+}
+
+#endif /* TDM_HAVE_CUDA */
