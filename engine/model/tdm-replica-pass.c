@@ -96,17 +96,20 @@ bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16, const void 
  * conv_dx_as_bf16()) through BN (and its fused ReLU when relu: the backend recomputes
  * the mask from x), and the parameter gradients into dgamma and dbeta (contiguous:
  * dbeta = dgamma + C). With dx16, dx goes there as bfloat16 instead
- * (bn_dx_as_conv_dy16()). */
+ * (bn_dx_as_conv_dy16()). sums_ready: the block's start above wrote dgamma and dbeta
+ * already, with the bits of the sums step (start_sums_bn()), so that step is skipped;
+ * the synchronized step after it is the same. */
 static void
 bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const void *dy, TdmDtype dy_type,
             const void *x, TdmDtype x_type, int n, int pixels, int c, const float *gamma,
-            const float *beta, bool relu, float *dgamma, float *work)
+            const float *beta, bool relu, float *dgamma, float *work, gboolean sums_ready)
 {
   TdmBackend *b = r->backend;
   int rows = n * pixels;
   const float *saved = work + 2 * c;
-  tdm_backend_bn_backward_sums(b, dgamma, dgamma + c, dy, dy_type, x, x_type, saved, saved + c,
-                               gamma, beta, relu, rows, c);
+  if (!sums_ready)
+    tdm_backend_bn_backward_sums(b, dgamma, dgamma + c, dy, dy_type, x, x_type, saved,
+                                 saved + c, gamma, beta, relu, rows, c);
   const float *sums = dgamma;
   if (r->bn_reduce != NULL) {
     /* The gradients stay this replica's (the gradient all-reduce sums them); the
@@ -628,7 +631,8 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
   const float *gamma = r->params + l->bias_offset, *beta = gamma + l->out_c;
   if (!g16) {
     bn_backward(r, *dx, NULL, *dy, type, r->proj_conv[i], projection_type(r), n, pixels,
-                l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i]);
+                l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i],
+                FALSE);
     tdm_replica_conv_backward(r, skip, FALSE, dw, *dx, NULL, r->acts[l->partner],
                               act_type(r, l->partner), NULL, r->cols[i], NULL, w, n,
                               begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride,
@@ -657,7 +661,7 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
   if (!tdm_replica_workspace_holds(r, rows * l->out_c * sizeof(uint16_t), 0))
     return;
   bn_backward(r, NULL, (uint16_t *)r->columns, *dy, type, proj, projection_type(r), n, pixels,
-              l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i]);
+              l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i], FALSE);
   tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL, (const uint16_t *)r->columns,
                             r->acts[l->partner], act_type(r, l->partner), NULL, r->cols[i],
                             NULL, w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
@@ -700,9 +704,29 @@ relu_mask_before(const TdmReplica *r, int i)
  * rounded, then masked: masking commutes with rounding. dy may fill the whole gradient
  * region (tdm-replica-plan.c's tdm_replica_gradient_bytes_of()): the skip buffer holds
  * the sum, and the region is free for the layer before. */
+/* The bn whose backward sums block start i's pass can make as it writes the gradient
+ * (add_relu_backward_bn_sums_bf16), or -1: the layer below the block (below the end
+ * that only hands the gradient on where masked, its bf16 gradient the same bits) is a
+ * trained bn that reads its stored input, and the backend has the op. Its gradient is
+ * the pass's output, so its sums are the same bits. */
+static int
+start_sums_bn(TdmReplica *r, int i, gboolean masked)
+{
+  const TdmNetwork *net = r->net;
+  int k = masked ? i - 2 : i - 1;
+  if (!tdm_backend_has_start_bn_sums(r->backend) || k < r->backward_stop)
+    return -1;
+  if (masked && !block_grad_bf16(net, i - 1, r->stores_bf16))
+    return -1;
+  const TdmLayer *bn = &net->layers[k];
+  if (bn->kind != TDM_LAYER_BN || layer_frozen(r, k) || r->acts[k] == NULL)
+    return -1;
+  return k;
+}
+
 static void
 block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type,
-                     gboolean *masked)
+                     gboolean *masked, int *sums_ready)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
@@ -717,7 +741,23 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
   }
   uint16_t *sum = (uint16_t *)r->skip_grad[l->partner];
   const uint16_t *mask = relu_mask_before(r, i);
-  if (end->projection) {
+  int k = start_sums_bn(r, i, mask != NULL);
+  if (k >= 0) {
+    /* The pass below with the bn's sums: the bits of both (bn_backward() skips them). */
+    const TdmLayer *bn = &net->layers[k];
+    const float *saved = r->bn_work[k] + 2 * bn->out_c;
+    const float *gamma = r->params + bn->weight_offset;
+    float *dgamma = r->grads + bn->weight_offset;
+    g_assert((size_t)n * bn->out_h * bn->out_w * bn->out_c == count);
+    if (end->projection)
+      tdm_backend_add_strided_bf16(b, *dy, *dy_type, *dy, *dy_type, skip, n, l->in_h, l->in_w,
+                                   l->in_c, end->stride);
+    tdm_backend_add_relu_backward_bn_sums_bf16(
+        b, sum, *dy, *dy_type, end->projection ? NULL : sum, mask, r->acts[k], act_type(r, k),
+        saved, saved + bn->out_c, gamma, r->params + bn->bias_offset, bn->fused_relu,
+        n * bn->out_h * bn->out_w, bn->out_c, dgamma, dgamma + bn->out_c);
+    *sums_ready = k;
+  } else if (end->projection) {
     tdm_backend_add_strided_bf16(b, *dy, *dy_type, *dy, *dy_type, skip, n, l->in_h, l->in_w,
                                  l->in_c, end->stride);
     if (mask != NULL)
@@ -788,6 +828,7 @@ tdm_replica_backward(TdmReplica *r, int n)
   const uint16_t *dy16 = NULL;
   gboolean dy_masked = FALSE;       /* a block's start applied the ReLU of the end below it */
   TdmDtype dy_type = TDM_DTYPE_F32; /* a conv's input gradient for the bn below it */
+  int sums_ready = -1; /* the bn whose sums a block's start wrote (start_sums_bn()) */
   BnGather gather;             /* a conv's input left to it by the bn before it */
 
   const int stop = r->backward_stop;
@@ -897,7 +938,9 @@ tdm_replica_backward(TdmReplica *r, int n)
         x = stem_output_again(r, n, dy);
       dx16 = bn_dx_as_conv_dy16(r, i, n, dy, dy_type);
       bn_backward(r, dx, dx16, dy, dy_type, x, act_type(r, i), n, pixels, l->out_c, w,
-                  r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i]);
+                  r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i],
+                  sums_ready == i);
+      sums_ready = -1;
       break;
     case TDM_LAYER_AVGPOOL:
       if (need_dx && !tdm_layer_pool_tiles(l))
@@ -937,7 +980,7 @@ tdm_replica_backward(TdmReplica *r, int n)
         return;
       continue;
     case TDM_LAYER_RES_BEGIN:
-      block_begin_backward(r, i, n, &dy, &dx, &dy_type, &dy_masked);
+      block_begin_backward(r, i, n, &dy, &dx, &dy_type, &dy_masked, &sums_ready);
       continue;
     }
 
