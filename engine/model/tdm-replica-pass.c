@@ -701,20 +701,23 @@ relu_mask_before(const TdmReplica *r, int i)
  * projection, its compact share added into dy in place at the pixels its conv reads
  * (add_strided_bf16, in dy's type), then the whole moved into the skip buffer, masked
  * and rounded (relu_backward_bf16), or rounded or copied. The bits are those of the sum
- * rounded, then masked: masking commutes with rounding. dy may fill the whole gradient
+ * rounded, then masked: masking commutes with rounding. Where the bn below takes the
+ * sum as its gradient (start_sums_bn()), the same pass makes that bn's backward sums
+ * (add_relu_backward_bn_sums_bf16, *sums_ready then names it). dy may fill the whole gradient
  * region (tdm-replica-plan.c's tdm_replica_gradient_bytes_of()): the skip buffer holds
  * the sum, and the region is free for the layer before. */
 /* The bn whose backward sums block start i's pass can make as it writes the gradient
  * (add_relu_backward_bn_sums_bf16), or -1: the layer below the block (below the end
  * that only hands the gradient on where masked, its bf16 gradient the same bits) is a
- * trained bn that reads its stored input, and the backend has the op. Its gradient is
+ * trained bn that reads its stored input, and the replica makes them so
+ * (tdm_replica_start_sums(), the backend's op). Its gradient is
  * the pass's output, so its sums are the same bits. */
 static int
 start_sums_bn(TdmReplica *r, int i, gboolean masked)
 {
   const TdmNetwork *net = r->net;
   int k = masked ? i - 2 : i - 1;
-  if (!tdm_backend_has_start_bn_sums(r->backend) || k < r->backward_stop)
+  if (!r->start_sums || k < r->backward_stop)
     return -1;
   if (masked && !block_grad_bf16(net, i - 1, r->stores_bf16))
     return -1;

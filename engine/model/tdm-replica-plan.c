@@ -620,6 +620,13 @@ tdm_replica_bf16_activations(void)
 }
 
 gboolean
+tdm_replica_start_sums(void)
+{
+  const char *v = g_getenv("TANDEM_START_SUMS");
+  return v == NULL || strcmp(v, "0") != 0;
+}
+
+gboolean
 tdm_replica_stores_bf16(TdmBackendKind kind, TdmPrecision precision)
 {
   return precision == TDM_PRECISION_BF16 && tdm_backend_kind_has_bn_bf16_input(kind) &&

@@ -129,6 +129,8 @@ struct _TdmReplica {
   void *arena;                  /* the activation arena: every buffer above from acts to
                                  * tta_logits lives in it (tdm-replica-private.h) */
   size_t arena_bytes;           /* its size */
+  gboolean start_sums;          /* a block's start makes the sums of the bn below it
+                                 * (tdm_replica_start_sums(), decided when made) */
   gboolean stores_bf16;         /* activations stored as bf16 where their readers take
                                  * it (tdm_replica_stores_bf16(), decided when made) */
   uint16_t *params16;           /* --precision bf16: the parameters as bf16, rounded
@@ -236,6 +238,11 @@ gboolean tdm_replica_shares_datasets (TdmBackendKind kind);
  * the float32 storage). Read when a replica is made or a plan computed, never by the
  * passes: set it before the replicas are made. */
 gboolean tdm_replica_bf16_activations (void);
+/* Whether a replica makes a bn's backward sums in the pass of the block start above it
+ * (add_relu_backward_bn_sums_bf16, the same bits): yes where its backend has the op,
+ * unless the environment says TANDEM_START_SUMS=0 (tests and benchmarks of the two
+ * passes). Read when a replica is made, never by the passes. */
+gboolean tdm_replica_start_sums (void);
 /* Whether a replica made now on a backend of this kind, in this precision, stores
  * activations as bf16: a bf16 run on a kind whose operations read and write them so
  * (tdm_backend_kind_has_bn_bf16_input(), tdm_backend_kind_has_bf16_blocks()), unless

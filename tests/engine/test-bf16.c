@@ -6,7 +6,8 @@
  * workers; a conv's output stored as bf16 for the bn after it, and a residual block's
  * input and output stored as bf16, move a step by what that one more rounding
  * explains, and N workers still train as one; a replica keeps the storage it was made
- * with. The operations
+ * with; a block's start that makes the bn's sums trains to the two passes' bits. The
+ * operations
  * themselves are test-backend-cpu-bf16.c's. */
 #include "replica-step.h"
 #include "tdm-trainer.h"
@@ -688,6 +689,36 @@ test_exact(void)
   }
 }
 
+/* A block's start that makes the sums of the bn below it in its own pass
+ * (add_relu_backward_bn_sums_bf16) trains to the same bits as the two passes
+ * (TANDEM_START_SUMS=0): basic blocks over a bn with its ReLU and over a block's end,
+ * projections of stride 1 and 2, bottlenecks; one worker and two (the synchronized
+ * sums step after it unchanged). */
+static void
+test_start_sums(void)
+{
+  const char *nets[] = {"conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                        "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+                        plain_net, bottleneck_net, region_net};
+  const char *devices[] = {"cpu", "cpu:2"};
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++)
+    for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
+      Run run = {nets[k], devices[d], TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 2, FALSE};
+      size_t n = 0, m = 0;
+      g_autofree float *fused = train(&run, &n);
+      g_assert_true(g_setenv("TANDEM_START_SUMS", "0", TRUE));
+      g_autofree float *apart = train(&run, &m);
+      g_unsetenv("TANDEM_START_SUMS");
+      g_assert_cmpuint(m, ==, n);
+      size_t differ = 0;
+      for (size_t i = 0; i < n; i++)
+        differ += memcmp(&fused[i], &apart[i], sizeof(float)) != 0;
+      g_test_message("bf16, %s on %s: %zu of %zu parameters differ between the block "
+                     "start's sums and the bn's own", nets[k], devices[d], differ, n);
+      g_assert_cmpuint(differ, ==, 0);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -701,6 +732,7 @@ main(int argc, char **argv)
   g_test_add_func("/bf16/decided-once", test_decided_once);
   g_test_add_func("/bf16/gradient-region", test_gradient_region);
   g_test_add_func("/bf16/inference", test_inference);
+  g_test_add_func("/bf16/start-sums", test_start_sums);
   dataset = test_synthetic_idx_new(0, 1000, 200);
   int status = g_test_run();
   test_remove_synthetic_idx(dataset);
