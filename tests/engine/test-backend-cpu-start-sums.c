@@ -10,8 +10,8 @@
  * and row counts that cross the CPU's widening blocks. In place over the skip and over
  * a bf16 a too; dx over the bn's input refused.
  */
-#include "test-backend-cpu.h"
 #include "tdm-bf16.h"
+#include "test-backend-cpu.h"
 
 #include <string.h>
 
@@ -23,8 +23,7 @@ typedef struct {
 static void
 unfused(TdmBackend *b, uint16_t *want, float *wg, const void *a, TdmDtype a_type,
         const uint16_t *skip, const uint16_t *mask, const void *x, TdmDtype x_type,
-        const float *saved, const float *gamma, const float *beta, bool relu, int rows,
-        int c)
+        const float *saved, const float *gamma, const float *beta, bool relu, int rows, int c)
 {
   const size_t count = (size_t)rows * c;
   if (skip != NULL)
@@ -35,8 +34,8 @@ unfused(TdmBackend *b, uint16_t *want, float *wg, const void *a, TdmDtype a_type
     tdm_backend_to_bf16(b, want, a, count);
   else
     tdm_backend_copy(b, want, a, count * sizeof(uint16_t));
-  tdm_backend_bn_backward_sums(b, wg, wg + c, want, TDM_DTYPE_BF16, x, x_type, saved,
-                               saved + c, gamma, beta, relu, rows, c);
+  tdm_backend_bn_backward_sums(b, wg, wg + c, want, TDM_DTYPE_BF16, x, x_type, saved, saved + c,
+                               gamma, beta, relu, rows, c);
 }
 
 static void
@@ -82,8 +81,8 @@ check_shape(TdmBackend *b, StartShape s)
     memset(got, 0xff, count * 2);
     memset(gg, 0xff, 2 * (size_t)c * sizeof(float));
     tdm_backend_add_relu_backward_bn_sums_bf16(b, got, av, a_type, skip, mask, xv, x_type,
-                                               saved, saved + c, gamma, beta, relu, rows, c,
-                                               gg, gg + c);
+                                               saved, saved + c, gamma, beta, relu, rows, c, gg,
+                                               gg + c);
     g_assert_true(tdm_backend_check(b, NULL));
     g_assert_cmpmem(got, count * 2, want, count * 2);
     g_assert_cmpmem(gg, 2 * (size_t)c * sizeof(float), wg, 2 * (size_t)c * sizeof(float));
@@ -105,7 +104,8 @@ check_shape(TdmBackend *b, StartShape s)
   g_autoptr(GError) error = NULL;
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "add_relu_backward_bn_sums_bf16"));
-  void *bufs[] = {a, xf, yf, skipf, a16, x16, skip16, y16, got, want, saved, gamma, beta, gg, wg};
+  void *bufs[] = {a,   xf,   yf,    skipf, a16,  x16, skip16, y16,
+                  got, want, saved, gamma, beta, gg,  wg};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     tdm_backend_release(b, bufs[i]);
 }
@@ -115,8 +115,8 @@ test_start_sums(void)
 {
   /* Odd channel counts and sizes; 5,781 rows of 3 and 512 of 64 cross the widening
    * blocks (16,384 values) of the bf16 passes. */
-  const StartShape shapes[] = {{3 * 5 * 7, 7}, {2 * 9 * 3, 13}, {3 * 47 * 41, 3},
-                               {2 * 16 * 16, 64}, {1, 1}};
+  const StartShape shapes[] = {
+      {3 * 5 * 7, 7}, {2 * 9 * 3, 13}, {3 * 47 * 41, 3}, {2 * 16 * 16, 64}, {1, 1}};
   for (guint k = 0; k < G_N_ELEMENTS(shapes); k++) {
     TdmBackend *b = new_backend();
     check_shape(b, shapes[k]);

@@ -110,10 +110,9 @@ start_sums_case(int rows, int c, size_t offset)
         a_bf16 ? "bf16" : "f32", with_skip ? " + skip" : "", masked ? ", masked" : "",
         x_bf16 ? "bf16" : "f32", relu ? ", bn relu" : "");
     unfused(gpu, want + offset, wsums, av, a_type, skip, mask, xv, x_type, dp, relu, rows, c);
-    tdm_backend_add_relu_backward_bn_sums_bf16(gpu, got + offset, av, a_type, skip, mask, xv,
-                                               x_type, dp, dp + c, dp + 2 * (size_t)c,
-                                               dp + 3 * (size_t)c, relu, rows, c, gsums,
-                                               gsums + c);
+    tdm_backend_add_relu_backward_bn_sums_bf16(
+        gpu, got + offset, av, a_type, skip, mask, xv, x_type, dp, dp + c, dp + 2 * (size_t)c,
+        dp + 3 * (size_t)c, relu, rows, c, gsums, gsums + c);
     assert_ok(gpu);
     g_autofree char *wdx = g_strdup_printf("%s: dx against the unfused pair", what);
     same_device_bits(wdx, got + offset, want + offset, n * 2);
@@ -134,10 +133,9 @@ start_sums_case(int rows, int c, size_t offset)
     /* In place over the skip, as the block's start writes its sum. */
     if (with_skip) {
       tdm_backend_copy(gpu, got + offset, dskip + offset, n * 2);
-      tdm_backend_add_relu_backward_bn_sums_bf16(gpu, got + offset, av, a_type, got + offset,
-                                                 mask, xv, x_type, dp, dp + c,
-                                                 dp + 2 * (size_t)c, dp + 3 * (size_t)c, relu,
-                                                 rows, c, gsums, gsums + c);
+      tdm_backend_add_relu_backward_bn_sums_bf16(
+          gpu, got + offset, av, a_type, got + offset, mask, xv, x_type, dp, dp + c,
+          dp + 2 * (size_t)c, dp + 3 * (size_t)c, relu, rows, c, gsums, gsums + c);
       g_autofree char *wi = g_strdup_printf("%s, in place", what);
       same_device_bits(wi, got + offset, want + offset, n * 2);
       same_device_bits(wi, gsums, wsums, 2 * (size_t)c * 4);
@@ -154,12 +152,12 @@ test_start_sums(void)
   if (!have_gpu())
     return;
   for (size_t offset = 0; offset < 2; offset++) {
-    start_sums_case(7, 3, offset);          /* one group, one value a thread */
-    start_sums_case(5003, 17, offset);      /* 17 channels: scalar accesses, three sets */
+    start_sums_case(7, 3, offset);           /* one group, one value a thread */
+    start_sums_case(5003, 17, offset);       /* 17 channels: scalar accesses, three sets */
     start_sums_case(65536 + 37, 64, offset); /* a ResNet's first stage: 8 a thread, sets */
-    start_sums_case(2001, 512, offset);     /* two tiles of 256 channels */
-    start_sums_case(300, 1000, offset);     /* four tiles, the last one partly used */
-    start_sums_case(1, 12, offset);         /* one row: 4 a thread */
+    start_sums_case(2001, 512, offset);      /* two tiles of 256 channels */
+    start_sums_case(300, 1000, offset);      /* four tiles, the last one partly used */
+    start_sums_case(1, 12, offset);          /* one row: 4 a thread */
   }
   start_sums_case(5, 40000, 0); /* wider than the scratch holds groups for */
 }
