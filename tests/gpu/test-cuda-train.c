@@ -6,7 +6,8 @@
  * (test-cuda-train-steps.c), test-time views and the inference pass
  * (test-cuda-train-inference.c), the memory plan and its estimate
  * (test-cuda-train-memory.c), the column workspace (test-cuda-train-workspace.c), the
- * networks' accuracy (test-cuda-train-accuracy.c). Skips with a message where no CUDA
+ * networks' accuracy (test-cuda-train-accuracy.c), the block start's bn sums
+ * (test-cuda-train-start-sums.c). Skips with a message where no CUDA
  * GPU is present. */
 #include "tdm-backend.h"
 #include "tdm-config.h"
@@ -439,5 +440,6 @@ main(int argc, char **argv)
   test_cuda_train_add_memory();
   test_cuda_train_add_workspace();
   test_cuda_train_add_accuracy();
+  test_cuda_train_add_start_sums();
   return g_test_run();
 }

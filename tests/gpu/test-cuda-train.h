@@ -91,3 +91,5 @@ void test_cuda_train_add_inference (void);
 void test_cuda_train_add_memory (void);
 void test_cuda_train_add_workspace (void);
 void test_cuda_train_add_accuracy (void);
+/* test-cuda-train-start-sums.c's: the block start's bn sums train to the same bits. */
+void test_cuda_train_add_start_sums (void);
