@@ -167,7 +167,7 @@ run_bench(void)
 
 typedef struct {
   int rows, c;
-  uint16_t *x16, *dy16, *out16;
+  uint16_t *x16, *dy16, *out16, *bnx16;
   float *a, *xs, *p, *sums, *slots, *wide;
 } BnBench;
 
@@ -278,6 +278,28 @@ block_start_fused_op(gpointer d)
                                      TDM_DTYPE_BF16, s->x16, (size_t)s->rows * s->c);
 }
 
+/* The block start then the sums of the bn below it (its input bnx16), as two passes and
+ * as one (add_relu_backward_bn_sums_bf16). */
+static void
+start_then_sums_op(gpointer d)
+{
+  BnBench *s = d;
+  block_start_fused_op(d);
+  tdm_backend_bn_backward_sums(gpu, s->sums, s->sums + s->c, s->out16, TDM_DTYPE_BF16,
+                               s->bnx16, TDM_DTYPE_BF16, BN_P(s, 0), BN_P(s, 1), BN_P(s, 2),
+                               BN_P(s, 3), false, s->rows, s->c);
+}
+
+static void
+start_sums_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_add_relu_backward_bn_sums_bf16(gpu, s->out16, s->dy16, TDM_DTYPE_BF16, s->out16,
+                                             s->x16, s->bnx16, TDM_DTYPE_BF16, BN_P(s, 0),
+                                             BN_P(s, 1), BN_P(s, 2), BN_P(s, 3), false,
+                                             s->rows, s->c, s->sums, s->sums + s->c);
+}
+
 static void
 from_bf16_op(gpointer d)
 {
@@ -298,6 +320,7 @@ run_bn_bench(void)
     s.x16 = on(gpu, n * 2);
     s.dy16 = on(gpu, n * 2);
     s.out16 = on(gpu, n * 2);
+    s.bnx16 = on(gpu, n * 2);
     s.a = on(gpu, n * 4);
     s.xs = on(gpu, n);
     s.wide = on(gpu, n * 4);
@@ -309,6 +332,7 @@ run_bn_bench(void)
       h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512); /* 0.125 … 2 */
     tdm_backend_upload(gpu, s.x16, h16, n * 2);
     tdm_backend_upload(gpu, s.dy16, h16, n * 2);
+    tdm_backend_upload(gpu, s.bnx16, h16, n * 2);
     g_autofree float *hp = g_new(float, 6 * (size_t)s.c);
     for (size_t i = 0; i < 6 * (size_t)s.c; i++)
       hp[i] = i < (size_t)s.c ? 0.3f : 1.0f;
@@ -329,6 +353,8 @@ run_bn_bench(void)
       {"add_strided_bf16 stride 2", add_strided_op, 3 * mb + mb / 2},
       {"block start, unfused", block_start_unfused_op, 7 * mb},
       {"add_relu_backward_bf16", block_start_fused_op, 4 * mb},
+      {"start, then bn sums", start_then_sums_op, 6 * mb},
+      {"add_relu_backward_bn_sums_bf16", start_sums_op, 5 * mb},
       {"from_bf16", from_bf16_op, 3 * mb},
     };
     for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
@@ -336,7 +362,7 @@ run_bn_bench(void)
       g_autofree char *what = g_strdup_printf("%s %d×%d", ops[i].name, s.rows, s.c);
       printf("%-34s %9.2f %9.1f %9.0f\n", what, us, ops[i].mb, ops[i].mb * 1e6 / (us * 1e3));
     }
-    void *all[] = {s.x16, s.dy16, s.out16, s.a, s.xs, s.wide, s.p, s.sums, s.slots};
+    void *all[] = {s.x16, s.dy16, s.out16, s.bnx16, s.a, s.xs, s.wide, s.p, s.sums, s.slots};
     for (guint i = 0; i < G_N_ELEMENTS(all); i++)
       tdm_backend_release(gpu, all[i]);
   }
