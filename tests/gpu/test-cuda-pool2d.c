@@ -5,10 +5,10 @@
  * position in the plane in an int32, from a float32 or a bf16 input into a float32 or a
  * bf16 output, backward through them, from a float32 or a bf16 output gradient into
  * either), average pools counting the padding, on ResNet's 3×3 stride-2 padding-1 stem
- * pool and odd shapes whose windows overlap and leave edges, with channel counts that take 8, 4 or
- * 1 channels a thread and buffers that start off the vectors' boundaries; channel_affine
- * over 1 and 3 channels; to_bf16_padded, the stem's input for cuDNN's 8-channel plan;
- * the max pool of a bn's output normalized as it is read (the CPU's bits).
+ * pool and odd shapes whose windows overlap and leave edges, with channel counts that
+ * take 8, 4 or 1 channels a thread and buffers that start off the vectors' boundaries;
+ * channel_affine over 1 and 3 channels; to_bf16_padded, the stem's input for cuDNN's
+ * 8-channel plan; the max pool of a bn's output normalized as it is read (the CPU's bits).
  * Inputs are fresh random numbers (g_test_rand_*); GPU outputs are poisoned with NaN
  * first, so an element left unwritten fails. Pools give the CPU's bits (the maximum of
  * the same values, the same sums in the same order), also checked by ||gpu − cpu|| /
