@@ -5,6 +5,7 @@
  * gradients kept as bf16 shrink the skip-gradient buffer; a stem of few channels keeps
  * its float32 scratch in its workspace. Each counted here from the layers
  * (test-memory.h), and a CPU replica allocates what is planned. */
+#include "replica-recomputed.h"
 #include "replica-step.h"
 #include "resnet18-cifar.h"
 #include "tdm-backend.h"
@@ -565,38 +566,6 @@ test_bf16_stem_pool(void)
   planned_step_clear(&s);
 }
 
-/* The statistics replica r's step saved for its bn layer `bn` (its second pair in
- * r->bn_work[bn]) against those of y16 (rows × c, bf16) computed here into saved (2·c
- * floats on r's backend): the same bits. */
-static void
-assert_saved_statistics(TdmReplica *r, int bn, const uint16_t *y16, int rows, int c,
-                        float *saved)
-{
-  g_autoptr(GError) error = NULL;
-  TdmBackend *b = r->backend;
-  float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
-  g_assert_no_error(error);
-  tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows, c, 0, 1);
-  tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
-  g_autofree float *here = g_new(float, 2 * c), *step = g_new(float, 2 * c);
-  tdm_backend_download(b, here, saved, 2 * (size_t)c * sizeof(float));
-  tdm_backend_download(b, step, r->bn_work[bn] + 2 * c, 2 * (size_t)c * sizeof(float));
-  g_assert_true(tdm_backend_check(b, NULL));
-  g_assert_cmpmem(here, 2 * c * sizeof(float), step, 2 * c * sizeof(float));
-  tdm_backend_release(b, slots);
-}
-
-/* The step's parameters on replica r (as float32 and, where it keeps them, bf16), for
- * calls of the test's own after the step. */
-static void
-replica_params_again(TdmReplica *r, const float *params)
-{
-  size_t count = r->net->parameter_count;
-  tdm_backend_upload(r->backend, r->params, params, count * sizeof(float));
-  if (r->params16 != NULL)
-    tdm_backend_to_bf16(r->backend, r->params16, r->params, count);
-}
-
 /* The CIFAR stem (a 3×3 conv of few input channels, float32 columns, its bf16 output
  * read only by its bn, the first block right after: stem_output_recomputed()) keeps no
  * output in training: the conv writes it at the gradient region's start in the forward
@@ -654,37 +623,16 @@ test_stem_output_recomputed(void)
   const int n = 8;
   PlannedStep s;
   planned_step_run(&s, net, n, 11);
-  TdmBackend *b = s.b;
   TdmReplica *r = s.r;
   g_assert_true(r->stores_bf16);
   g_assert_null(r->acts[1]);
   const float *grads = s.grads;
   size_t count = net->parameter_count;
 
-  /* The stem's output again, as the pass computes it, into a buffer of the test's. */
-  const TdmLayer *conv = &net->layers[0], *bn = &net->layers[1];
-  int c = bn->out_c, rows_n = n * bn->out_h * bn->out_w;
-  size_t out = (size_t)rows_n * c;
+  /* The stem's output again, as the pass computes it (replica-recomputed.h). */
   replica_params_again(r, s.params);
-  uint16_t *y16 = tdm_backend_alloc(b, out * sizeof(uint16_t), &error);
-  float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
-  float *sums = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
-  g_assert_no_error(error);
-  tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[0], TDM_DTYPE_F32, NULL, r->cols[0],
-                           r->conv_work[0], r->params + conv->weight_offset, n, conv->in_h,
-                           conv->in_w, conv->in_c, conv->out_c, conv->kernel, conv->pad,
-                           conv->stride, conv->out_h, conv->out_w);
-  assert_saved_statistics(r, 1, y16, rows_n, c, saved);
-  /* The first block's start left its sum, the bn's output gradient, in the skip buffer. */
-  const void *dy = r->skip_grad[net->layers[2].partner];
-  tdm_backend_bn_backward_sums(b, sums, sums + c, dy, TDM_DTYPE_BF16, y16, TDM_DTYPE_BF16,
-                               saved, saved + c, r->params + bn->weight_offset,
-                               r->params + bn->bias_offset, bn->fused_relu, rows_n, c);
-  g_autofree float *host_sums = g_new(float, 2 * c);
-  tdm_backend_download(b, host_sums, sums, 2 * (size_t)c * sizeof(float));
-  g_assert_true(tdm_backend_check(b, NULL));
-  g_assert_cmpmem(host_sums, 2 * c * sizeof(float), grads + bn->weight_offset,
-                  2 * c * sizeof(float));
+  replica_assert_stem_recomputed(r, n, grads);
+  const TdmLayer *conv = &net->layers[0];
   double stem = 0.0;
   for (size_t e = 0; e < count; e++) {
     g_assert_true(isfinite(grads[e]));
@@ -692,9 +640,6 @@ test_stem_output_recomputed(void)
       stem += fabs(grads[e]);
   }
   g_assert_cmpfloat(stem, >, 0.0);
-  tdm_backend_release(b, y16);
-  tdm_backend_release(b, saved);
-  tdm_backend_release(b, sums);
   planned_step_clear(&s);
 }
 
@@ -742,38 +687,22 @@ test_projection_output_recomputed(void)
   const int n = 8;
   PlannedStep s;
   planned_step_run(&s, net, n, 13);
-  TdmBackend *b = s.b;
   TdmReplica *r = s.r;
   const float *grads = s.grads;
   for (size_t e = 0; e < net->parameter_count; e++)
     g_assert_true(isfinite(grads[e]));
   replica_params_again(r, s.params);
-  int checked = 0;
+  g_assert_cmpint(replica_check_projections_recomputed(r, n), ==, 2);
+  /* The projections' parameters had a gradient. */
   for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i], *begin = &net->layers[l->partner];
+    const TdmLayer *l = &net->layers[i];
     if (l->kind != TDM_LAYER_RES_END || !l->projection)
       continue;
-    g_assert_true(projection_output_recomputed(net, i, TRUE));
-    g_assert_null(r->proj_conv[i]);
-    int c = l->out_c, rows = n * l->out_h * l->out_w;
-    uint16_t *y16 = tdm_backend_alloc(b, (size_t)rows * c * sizeof(uint16_t), &error);
-    float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
-    g_assert_no_error(error);
-    tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[l->partner], act_type(r, l->partner),
-                             NULL, r->cols[i], NULL, r->params + l->weight_offset, n,
-                             begin->in_h, begin->in_w, begin->in_c, c, 1, 0, l->stride,
-                             l->out_h, l->out_w);
-    assert_saved_statistics(r, i, y16, rows, c, saved);
-    /* The projection's parameters had a gradient. */
     double moved = 0.0;
     for (size_t e = l->param_offset; e < l->param_offset + l->param_count; e++)
       moved += fabs(grads[e]);
     g_assert_cmpfloat(moved, >, 0.0);
-    tdm_backend_release(b, y16);
-    tdm_backend_release(b, saved);
-    checked++;
   }
-  g_assert_cmpint(checked, ==, 2);
   planned_step_clear(&s);
 }
 
