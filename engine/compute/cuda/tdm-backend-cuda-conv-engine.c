@@ -279,7 +279,8 @@ deviation_of(TdmBackend *b, const Screen *screen)
  * result would lie from the reference (tests/gpu/test-cuda-conv-screen.c); the call's
  * own run after the choice is never touched. */
 static void
-fault(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, const Screen *screen)
+inject_test_fault(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
+                  const Screen *screen)
 {
   const char *v = g_getenv("TANDEM_CONV_FAULT");
   const char *space = v != NULL ? strchr(v, ' ') : NULL;
@@ -300,7 +301,7 @@ screened(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, Screen
   TdmConvCandidate *c = g_ptr_array_index(list, i);
   if (screen->copy == NULL)
     return TRUE;
-  fault(b, l, c, screen);
+  inject_test_fault(b, l, c, screen);
   if (screen->reference < 0) {
     tdm_backend_copy(b, screen->copy, screen->result.at,
                      screen->count * value_bytes(screen->result.type));
