@@ -60,7 +60,9 @@ test_scaling_run(void)
   TdmWindow *window = window_for_run("fc32,relu,fc10", 200, 1);
   TdmScalingPage *page = window_child(window, "scaling_page");
   TdmScalingChart *chart = TDM_SCALING_CHART(tdm_scaling_page_get_chart(page));
-  g_autofree char *dir = g_dir_make_tmp("tandem-test-XXXXXX", NULL);
+  g_autoptr(GError) tmp_error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("tandem-test-XXXXXX", &tmp_error);
+  g_assert_no_error(tmp_error);
   g_autofree char *csv_path = g_build_filename(dir, "scaling.csv", NULL);
   g_autofree char *svg_path = g_build_filename(dir, "scaling.svg", NULL);
   g_autofree char *kept = NULL;
