@@ -24,6 +24,7 @@
 #include "tdm-backend.h"
 #include "tdm-backend-cuda.h"
 #include "tdm-build-config.h"
+#include "tdm-bench.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -61,16 +62,6 @@ keep_line(const char *domain, GLogLevelFlags level, const char *message, gpointe
     g_ptr_array_add(lines, g_strdup(message));
 }
 
-static void *
-on(TdmBackend *b, size_t bytes)
-{
-  g_autoptr(GError) error = NULL;
-  void *d = tdm_backend_alloc(b, bytes, &error);
-  if (d == NULL)
-    g_error("%s", error->message);
-  return d;
-}
-
 /* Values in [-1, 1) of a fixed pattern. */
 static void *
 filled(TdmBackend *b, size_t count)
@@ -78,7 +69,7 @@ filled(TdmBackend *b, size_t count)
   g_autofree float *host = g_new(float, count);
   for (size_t i = 0; i < count; i++)
     host[i] = (float)((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
-  void *d = on(b, count * 4);
+  void *d = tdm_bench_alloc(b, count * 4);
   tdm_backend_upload(b, d, host, count * 4);
   return d;
 }
@@ -101,7 +92,7 @@ choose(const Layer *layer, gboolean backward, const char *forced)
   size_t in = (size_t)s->n * s->h * s->w * s->c, out = rows * s->out_c;
   size_t weights = (size_t)s->out_c * s->kernel * s->kernel * s->c;
   float *x = filled(b, in), *w = filled(b, weights), *dy = NULL, *dw = NULL, *bn = NULL;
-  uint16_t *w16 = on(b, weights * 2), *y16 = NULL, *x16 = NULL;
+  uint16_t *w16 = tdm_bench_alloc(b, weights * 2), *y16 = NULL, *x16 = NULL;
   tdm_backend_to_bf16(b, w16, w, weights);
   TdmConvArgs a = {.shape = *s, .x = x, .w = w, .w16 = w16};
   if (layer->bn) {
@@ -113,9 +104,9 @@ choose(const Layer *layer, gboolean backward, const char *forced)
       host[2 * s->c + ch] = 1.0f;
       host[3 * s->c + ch] = 0.05f * (float)(ch % 3);
     }
-    bn = on(b, 4 * (size_t)s->c * 4);
+    bn = tdm_bench_alloc(b, 4 * (size_t)s->c * 4);
     tdm_backend_upload(b, bn, host, 4 * (size_t)s->c * 4);
-    x16 = on(b, in * 2);
+    x16 = tdm_bench_alloc(b, in * 2);
     tdm_backend_to_bf16(b, x16, x, in);
     a.x = (const float *)x16; /* the type says what it holds */
     a.x_type = TDM_DTYPE_BF16;
@@ -127,11 +118,11 @@ choose(const Layer *layer, gboolean backward, const char *forced)
   }
   if (backward) {
     dy = filled(b, out);
-    dw = on(b, weights * 4);
+    dw = tdm_bench_alloc(b, weights * 4);
     a.dy = dy;
     a.dw = dw;
   } else {
-    y16 = on(b, out * 2);
+    y16 = tdm_bench_alloc(b, out * 2);
     a.y16 = y16;
   }
   size_t need = 0, bytes = 256;
@@ -140,7 +131,7 @@ choose(const Layer *layer, gboolean backward, const char *forced)
   void *work = NULL;
   g_ptr_array_set_size(lines, 0);
   for (int tries = 0; tries <= 3 && !took; tries++) {
-    work = on(b, bytes);
+    work = tdm_bench_alloc(b, bytes);
     a.work = work;
     a.work_bytes = bytes;
     took = backward ? tdm_backend_conv_engine_backward(b, &a)

@@ -15,6 +15,7 @@
 #include "tdm-backend.h"
 #include "tdm-backend-cuda.h"
 #include "tdm-build-config.h"
+#include "tdm-bench.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
 
@@ -24,16 +25,6 @@
 #include <string.h>
 
 static TdmBackend *gpu;
-
-static void *
-on(TdmBackend *b, size_t bytes)
-{
-  g_autoptr(GError) error = NULL;
-  void *d = tdm_backend_alloc(b, bytes, &error);
-  if (d == NULL)
-    g_error("%s", error->message);
-  return d;
-}
 
 static void
 assert_ok(TdmBackend *b)
@@ -98,24 +89,24 @@ run_bench(void)
 {
   Bench s;
   size_t act = (size_t)256 * 784 * 64;
-  s.x = on(gpu, (size_t)256 * 784 * 32 * 4);
-  s.col = on(gpu, (size_t)256 * 784 * 288 * 4);
-  s.w = on(gpu, (size_t)1000 * 784 * 4);
-  s.y = on(gpu, act * 4);
-  s.dy = on(gpu, act * 4);
-  s.arg = on(gpu, act * 4);
-  s.p = on(gpu, 1863690 * 4);
-  s.g = on(gpu, 1863690 * 4);
-  s.m = on(gpu, 1863690 * 4);
-  s.v = on(gpu, 1863690 * 4);
-  s.logits = on(gpu, 2560 * 4);
-  s.dl = on(gpu, 2560 * 4);
-  s.labels = on(gpu, 256 * 4);
-  s.indices = on(gpu, 256 * 4);
-  s.yl = on(gpu, 256 * 4);
-  s.images = on(gpu, (size_t)60000 * 784);
-  s.ilabels = on(gpu, 60000);
-  s.metrics = on(gpu, sizeof(TdmMetrics));
+  s.x = tdm_bench_alloc(gpu, (size_t)256 * 784 * 32 * 4);
+  s.col = tdm_bench_alloc(gpu, (size_t)256 * 784 * 288 * 4);
+  s.w = tdm_bench_alloc(gpu, (size_t)1000 * 784 * 4);
+  s.y = tdm_bench_alloc(gpu, act * 4);
+  s.dy = tdm_bench_alloc(gpu, act * 4);
+  s.arg = tdm_bench_alloc(gpu, act * 4);
+  s.p = tdm_bench_alloc(gpu, 1863690 * 4);
+  s.g = tdm_bench_alloc(gpu, 1863690 * 4);
+  s.m = tdm_bench_alloc(gpu, 1863690 * 4);
+  s.v = tdm_bench_alloc(gpu, 1863690 * 4);
+  s.logits = tdm_bench_alloc(gpu, 2560 * 4);
+  s.dl = tdm_bench_alloc(gpu, 2560 * 4);
+  s.labels = tdm_bench_alloc(gpu, 256 * 4);
+  s.indices = tdm_bench_alloc(gpu, 256 * 4);
+  s.yl = tdm_bench_alloc(gpu, 256 * 4);
+  s.images = tdm_bench_alloc(gpu, (size_t)60000 * 784);
+  s.ilabels = tdm_bench_alloc(gpu, 60000);
+  s.metrics = tdm_bench_alloc(gpu, sizeof(TdmMetrics));
   void *all[] = {s.x, s.col, s.w, s.y, s.dy, s.arg, s.p, s.g, s.m, s.v, s.logits, s.dl,
                  s.labels, s.indices, s.yl, s.images, s.ilabels, s.metrics};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
@@ -317,16 +308,16 @@ run_bn_bench(void)
   for (guint k = 0; k < G_N_ELEMENTS(stages); k++) {
     BnBench s = {.rows = stages[k][0], .c = stages[k][1]};
     size_t n = (size_t)s.rows * s.c;
-    s.x16 = on(gpu, n * 2);
-    s.dy16 = on(gpu, n * 2);
-    s.out16 = on(gpu, n * 2);
-    s.bnx16 = on(gpu, n * 2);
-    s.a = on(gpu, n * 4);
-    s.xs = on(gpu, n);
-    s.wide = on(gpu, n * 4);
-    s.p = on(gpu, 6 * (size_t)s.c * 4);
-    s.sums = on(gpu, 2 * (size_t)s.c * 4);
-    s.slots = on(gpu, (3 * (size_t)s.c + 2) * 4);
+    s.x16 = tdm_bench_alloc(gpu, n * 2);
+    s.dy16 = tdm_bench_alloc(gpu, n * 2);
+    s.out16 = tdm_bench_alloc(gpu, n * 2);
+    s.bnx16 = tdm_bench_alloc(gpu, n * 2);
+    s.a = tdm_bench_alloc(gpu, n * 4);
+    s.xs = tdm_bench_alloc(gpu, n);
+    s.wide = tdm_bench_alloc(gpu, n * 4);
+    s.p = tdm_bench_alloc(gpu, 6 * (size_t)s.c * 4);
+    s.sums = tdm_bench_alloc(gpu, 2 * (size_t)s.c * 4);
+    s.slots = tdm_bench_alloc(gpu, (3 * (size_t)s.c + 2) * 4);
     g_autofree uint16_t *h16 = g_new(uint16_t, n);
     for (size_t i = 0; i < n; i++)
       h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512); /* 0.125 … 2 */
@@ -444,17 +435,17 @@ run_stem_bench(void)
   size_t image = (size_t)STEM_PX * STEM_PX * 3, pixels = (size_t)STEM_N * STEM_PX * STEM_PX;
   size_t pool_in = (size_t)STEM_N * STEM_POOL_IN * STEM_POOL_IN * STEM_C;
   size_t pool_out = (size_t)STEM_N * STEM_POOL_OUT * STEM_POOL_OUT * STEM_C;
-  s.images = on(gpu, samples * image);
-  s.labels = on(gpu, samples);
-  s.indices = on(gpu, STEM_N * sizeof(int32_t));
-  s.y = on(gpu, STEM_N * sizeof(int32_t));
-  s.x = on(gpu, pixels * 3 * sizeof(float));
-  s.padded = on(gpu, pixels * 8 * 2);
-  s.pool_x = on(gpu, pool_in * 2);
-  s.pool_dx = on(gpu, pool_in * 2);
-  s.pool_y = on(gpu, pool_out * 2);
-  s.pool_dy = on(gpu, pool_out * 2);
-  s.argmax = on(gpu, pool_out * tdm_pool2d_argmax_size(s.pool.k));
+  s.images = tdm_bench_alloc(gpu, samples * image);
+  s.labels = tdm_bench_alloc(gpu, samples);
+  s.indices = tdm_bench_alloc(gpu, STEM_N * sizeof(int32_t));
+  s.y = tdm_bench_alloc(gpu, STEM_N * sizeof(int32_t));
+  s.x = tdm_bench_alloc(gpu, pixels * 3 * sizeof(float));
+  s.padded = tdm_bench_alloc(gpu, pixels * 8 * 2);
+  s.pool_x = tdm_bench_alloc(gpu, pool_in * 2);
+  s.pool_dx = tdm_bench_alloc(gpu, pool_in * 2);
+  s.pool_y = tdm_bench_alloc(gpu, pool_out * 2);
+  s.pool_dy = tdm_bench_alloc(gpu, pool_out * 2);
+  s.argmax = tdm_bench_alloc(gpu, pool_out * tdm_pool2d_argmax_size(s.pool.k));
   g_autofree uint8_t *host = g_new(uint8_t, samples * image);
   for (size_t i = 0; i < samples * image; i++)
     host[i] = (uint8_t)(i * 2654435761u >> 24);

@@ -196,7 +196,8 @@ cudaError_t tdm_k_global_maxpool_backward(float *dx, const float *dy, const int3
 /* pool2d.cu: pools with any window k, stride s and padding p (oh, ow: the floor
  * mode's output size). maxpool2d_forward reads x as float32 or (x16) bf16, widened, and
  * writes the maximum as float32 or (y16) rounded to bf16; argmax, the maximum's position
- * ky·k + kx within its window, as uint8 where k·k ≤ 256, else int32. */
+ * within its window, ky·k + kx, as uint8 where k·k ≤ 256, else its position in the
+ * sample's plane, iy·w + ix, as int32. */
 cudaError_t tdm_k_maxpool2d_forward(void *y, bool y16, void *argmax, const void *x,
                                     bool x16, int n, int h, int w, int c, int k, int s, int p,
                                     int oh, int ow, cudaStream_t stream);

@@ -10,6 +10,7 @@
 #include "tdm-file.h"
 #include "tdm-history.h"
 #include "tdm-json.h"
+#include "tdm-printable.h"
 #include "tdm-tensorboard-run.h"
 
 #include <errno.h>
@@ -298,9 +299,11 @@ config_from_text(const char *path, const char *json, GError **error)
   /* A hand-written file's typo would otherwise be a setting silently not made. */
   g_autofree char *unknown = tdm_config_json_unknown_key(json);
   if (unknown != NULL) {
+    /* The key is the file's text: a newline in it would make the message two lines. */
+    g_autofree char *shown = tdm_printable(unknown);
     g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
                 _("%s: unknown key “%s” (the keys are those --print-config writes)"), path,
-                unknown);
+                shown);
     return NULL;
   }
   TdmConfig *c = tdm_config_from_json(json, &local);

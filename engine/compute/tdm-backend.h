@@ -544,9 +544,9 @@ void tdm_backend_avgpool_backward (TdmBackend *b, float *dx, const float *dy, in
  * AvgPool2d (floor mode). Max: padding counts as −∞; argmax holds, per output, where
  * the first maximum lies, windows scanned row by row, each element
  * tdm_pool2d_argmax_size(k) bytes (uint8: the position ky·k + kx within its window; or,
- * for windows of more than TDM_POOL2D_BYTE_WINDOW positions, int32: iy·w + ix). Its backward gathers: dx at each input
- * is the sum, over the outputs whose window covers it (rows then columns in order), of
- * dy where argmax chose it; written (dy and
+ * for windows of more than TDM_POOL2D_BYTE_WINDOW positions, int32: iy·w + ix). Its
+ * backward gathers: dx at each input is the sum, over the outputs whose window covers it
+ * (rows then columns in order), of dy where argmax chose it; written (dy and
  * dx each float32, or bf16 where the backend takes it: each value read widened, each
  * sum rounded once; a bf16 run's block gradient in, tdm-replica-private.h's
  * block_grad_bf16(), and the stem bn's gradient out).

@@ -199,17 +199,18 @@ chunk_columns16(TdmBackend *b, uint16_t *col16, const void *x, TdmDtype x_type,
                             in_c, kernel, kernel, pad, stride);
 }
 
-/* The bf16 columns of samples first … of a 1×1 conv of stride 1 and no padding whose
- * input is stored as bf16 and not normalized on the way: the input itself, from the
- * chunk's first sample (the same values im2col_bf16 would copy). NULL for any other
- * conv, whose columns are built (chunk_columns16()). */
+/* The bf16 columns of samples first … first + m − 1: for a 1×1 conv of stride 1 and no
+ * padding whose input is stored as bf16 and not normalized on the way, the input itself
+ * from the chunk's first sample (the same values im2col_bf16 would copy); for any other
+ * conv, built into col16 (chunk_columns16()). */
 static const uint16_t *
-input_as_columns16(const void *x, TdmDtype x_type, const BnGather *bn, int first, int kernel,
-                   int pad, int stride, int in_h, int in_w, int in_c)
+columns16(TdmBackend *b, uint16_t *col16, const void *x, TdmDtype x_type, const BnGather *bn,
+          int first, int m, int in_h, int in_w, int in_c, int kernel, int pad, int stride)
 {
-  if (kernel != 1 || pad != 0 || stride != 1 || bn != NULL || x_type != TDM_DTYPE_BF16)
-    return NULL;
-  return (const uint16_t *)x + (size_t)first * in_h * in_w * in_c;
+  if (kernel == 1 && pad == 0 && stride == 1 && bn == NULL && x_type == TDM_DTYPE_BF16)
+    return (const uint16_t *)x + (size_t)first * in_h * in_w * in_c;
+  chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
+  return col16;
 }
 
 static float *
@@ -276,13 +277,8 @@ tdm_replica_conv_forward(TdmReplica *r, float *y, uint16_t *y16, const void *x, 
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first), m_rows = m * (int)pixels;
       size_t out_at = (size_t)first * pixels * out_c;
-      const uint16_t *a = input_as_columns16(x, x_type, bn, first, kernel, pad, stride, in_h,
-                                             in_w, in_c);
-      if (a == NULL) {
-        chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad,
-                        stride);
-        a = col16;
-      }
+      const uint16_t *a =
+          columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
       if (y16 != NULL)
         tdm_backend_gemm_bf16_out(b, false, true, m_rows, out_c, k, a, k, w16, k, y16 + out_at,
                                   out_c);
@@ -394,13 +390,8 @@ tdm_replica_conv_backward(TdmReplica *r, float *dx, gboolean dx_bf16, float *dw,
     int chunk = tdm_conv_chunk_samples(n, pixels * k * sizeof(uint16_t), bound);
     for (int first = 0; first < n; first += chunk) {
       int m = MIN(chunk, n - first);
-      const uint16_t *a = input_as_columns16(x, x_type, bn, first, kernel, pad, stride, in_h,
-                                             in_w, in_c);
-      if (a == NULL) {
-        chunk_columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad,
-                        stride);
-        a = col16;
-      }
+      const uint16_t *a =
+          columns16(b, col16, x, x_type, bn, first, m, in_h, in_w, in_c, kernel, pad, stride);
       tdm_backend_gemm_bf16(b, true, false, out_c, k, m * (int)pixels, 1.0f,
                             g16 + (size_t)first * pixels * out_c, out_c, a, k,
                             first == 0 ? 0.0f : 1.0f, dw, k);

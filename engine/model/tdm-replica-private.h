@@ -616,9 +616,10 @@ has_argmax(const TdmLayer *l)
 }
 
 /* Bytes of an element of a max pool's argmax: a pool that does not tile runs as
- * maxpool2d, whose argmax is the position within the window (a byte for windows of up to
- * 256 positions: tdm_pool2d_argmax_size()); the tiling and global pools keep int32
- * indices into their input. */
+ * maxpool2d, whose argmax is the position within the window in a byte for windows of up
+ * to 256 positions, else the input's position in the plane in int32
+ * (tdm_pool2d_argmax_size()); the tiling and global pools keep int32 indices into their
+ * input. */
 static inline size_t
 argmax_size(const TdmLayer *l)
 {

@@ -5,12 +5,11 @@
  * at most 256 positions, its position in the window, ky·k + kx; in an int32 beyond (a
  * 17×17 window has 289), the input's position in the sample's plane, iy·w + ix, which
  * fits where k·k may not. The reference finds the same place by scanning the window in
- * row order, and
- * the backward's gradient at an input is the sum of dy over the outputs whose argmax names
- * it, in the outputs' row order. Ties are made on purpose (inputs drawn from a few
- * values), so "the first maximum" is what is checked, and the padding's positions are
- * never named. Float32 both ways: the sums of a few float32 values in the same order are
- * the same bits.
+ * row order, and the backward's gradient at an input is the sum of dy over the outputs
+ * whose argmax names it, in the outputs' row order. Ties are made on purpose (inputs
+ * drawn from a few values), so "the first maximum" is what is checked, and the padding's
+ * positions are never named. Float32 both ways: the sums of a few float32 values in the
+ * same order are the same bits.
  */
 #include "test-backend-cpu.h"
 

@@ -7,7 +7,7 @@
  * aligned: whole), and the weight gradient's need counted here from the layout
  * independently (the reservations, one chunk's copy, the staged bf16 chunk sum, the
  * float32 sum of a later chunk, cuDNN's own workspace) for the bn-prologue layers of
- * issue 31's 128-px CIFAR ResNet-18 row: before (the whole normalized input copied for
+ * the 128-px CIFAR ResNet-18 row (batch 128): before (the whole normalized input copied for
  * a bf16-output plan) and now (in chunks), and the budget that admits the chunked one
  * where the whole copy was left out. The GPU suite compares the same count with what
  * the engine's candidates ask for (test-cuda-conv-workspace.c). */

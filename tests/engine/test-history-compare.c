@@ -10,6 +10,17 @@
 
 #include <math.h>
 
+/* A trainer of cfg, run to its end. */
+static TdmTrainer *
+trained(TdmConfig *cfg)
+{
+  g_autoptr(GError) error = NULL;
+  TdmTrainer *t = tdm_trainer_new(cfg, NULL, NULL);
+  g_assert_true(tdm_trainer_run(t, NULL, &error));
+  g_assert_no_error(error);
+  return t;
+}
+
 /* The N = 1 equivalence, as the window shows it: 2 CPU workers and the one-device
  * configuration made from them end within rounding of each other. */
 static void
@@ -29,12 +40,8 @@ test_compare_one_device(void)
   g_clear_pointer(&cfg->save_path, g_free);
   cfg->max_steps = 25;
 
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TdmTrainer) many = tdm_trainer_new(cfg, NULL, NULL);
-  g_autoptr(TdmTrainer) single = tdm_trainer_new(one, NULL, NULL);
-  g_assert_true(tdm_trainer_run(many, NULL, &error));
-  g_assert_true(tdm_trainer_run(single, NULL, &error));
-  g_assert_no_error(error);
+  g_autoptr(TdmTrainer) many = trained(cfg);
+  g_autoptr(TdmTrainer) single = trained(one);
   size_t n = 0, m = 0;
   const float *a = tdm_trainer_get_parameters(many, &n);
   const float *b = tdm_trainer_get_parameters(single, &m);
@@ -68,12 +75,8 @@ test_compare_exact(void)
   g_autoptr(TdmConfig) one = tdm_compare_one_device_config(cfg, cfg->max_steps);
   g_assert_true(one->exact);
 
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TdmTrainer) many = tdm_trainer_new(cfg, NULL, NULL);
-  g_autoptr(TdmTrainer) single = tdm_trainer_new(one, NULL, NULL);
-  g_assert_true(tdm_trainer_run(many, NULL, &error));
-  g_assert_true(tdm_trainer_run(single, NULL, &error));
-  g_assert_no_error(error);
+  g_autoptr(TdmTrainer) many = trained(cfg);
+  g_autoptr(TdmTrainer) single = trained(one);
   size_t n = 0, m = 0;
   const float *a = tdm_trainer_get_parameters(many, &n);
   const float *b = tdm_trainer_get_parameters(single, &m);

@@ -5,6 +5,7 @@
  * gradients kept as bf16 shrink the skip-gradient buffer; a stem of few channels keeps
  * its float32 scratch in its workspace. Each counted here from the layers
  * (test-memory.h), and a CPU replica allocates what is planned. */
+#include "replica-recomputed.h"
 #include "replica-step.h"
 #include "resnet18-cifar.h"
 #include "tdm-backend.h"
@@ -365,6 +366,48 @@ test_bf16_block_gradients(void)
   }
 }
 
+/* A CPU bf16 replica of a network, n samples a step and an evaluation chunk, over
+ * synthetic data (40 training samples, 20 test), and one training step of it. */
+typedef struct {
+  TdmDatasetPair *data;
+  TdmBackend *b;
+  TdmReplica *r;
+  float *params; /* the step's parameters */
+  float *grads;  /* its gradients, read back */
+} PlannedStep;
+
+/* Makes s for net from parameters initialized with seed: the replica allocates what the
+ * estimate plans, and the step holds no more at any time. */
+static void
+planned_step_run(PlannedStep *s, const TdmNetwork *net, int n, guint32 seed)
+{
+  g_autoptr(GError) error = NULL;
+  s->data = tdm_dataset_synthetic(3, 40, 20);
+  s->b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  s->r = tdm_replica_new_sized(s->b, net, n, n, s->data->train, s->data->test, &error);
+  g_assert_no_error(error);
+  size_t planned =
+      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20).total;
+  g_assert_cmpuint(s->b->bytes_in_use, ==, planned);
+  s->params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, seed, s->params);
+  s->grads = replica_step_gradients(s->r, s->params, n);
+  g_assert_cmpuint(s->b->bytes_peak, ==, planned);
+}
+
+/* Frees s: once its replica is freed, its backend holds nothing. */
+static void
+planned_step_clear(PlannedStep *s)
+{
+  tdm_replica_free(s->r);
+  g_assert_cmpuint(s->b->bytes_in_use, ==, 0);
+  tdm_backend_free(s->b);
+  tdm_dataset_pair_free(s->data);
+  g_free(s->params);
+  g_free(s->grads);
+}
+
 /* A stem of few input channels on float32 columns in bf16 (9 taps for 64 outputs: no
  * bf16 product): its forward stages each chunk's float32 product beside its columns
  * before rounding it into its bf16 output, and its bn hands it its gradient as bf16 at
@@ -385,18 +428,9 @@ test_bf16_stem(void)
   g_assert_no_error(error);
   TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8);
   g_assert_cmpuint(p.columns, ==, 802816 + 225792 + 1605632);
-  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
-  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
-  g_assert_no_error(error);
-  TdmReplica *r = tdm_replica_new_sized(b, net, 8, 8, data->train, data->test, &error);
-  g_assert_no_error(error);
-  size_t planned =
-      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8, 40, 20).total;
-  g_assert_cmpuint(b->bytes_in_use, ==, planned);
-  g_autofree float *params = g_new(float, net->parameter_count);
-  tdm_network_init_parameters(net, 7, params);
-  g_autofree float *grads = replica_step_gradients(r, params, 8);
-  g_assert_cmpuint(b->bytes_peak, ==, planned);
+  PlannedStep s;
+  planned_step_run(&s, net, 8, 7);
+  const float *grads = s.grads;
   double stem = 0.0;
   for (size_t i = 0; i < net->parameter_count; i++) {
     g_assert_true(isfinite(grads[i]));
@@ -405,8 +439,7 @@ test_bf16_stem(void)
       stem += fabs(grads[i]);
   }
   g_assert_cmpfloat(stem, >, 0.0);
-  tdm_replica_free(r);
-  tdm_backend_free(b);
+  planned_step_clear(&s);
 }
 
 /* The stem's weight gradient (layer 0) of replica r (n samples a step, after a step)
@@ -518,18 +551,9 @@ test_bf16_stem_pool(void)
   g_assert_true(bn_dx_in_place(net, 1, TRUE, TRUE));
   TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8);
   g_assert_cmpuint(p.columns, ==, 225792 + 1605632);
-  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
-  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
-  g_assert_no_error(error);
-  TdmReplica *r = tdm_replica_new_sized(b, net, 8, 8, data->train, data->test, &error);
-  g_assert_no_error(error);
-  size_t planned =
-      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8, 40, 20).total;
-  g_assert_cmpuint(b->bytes_in_use, ==, planned);
-  g_autofree float *params = g_new(float, net->parameter_count);
-  tdm_network_init_parameters(net, 7, params);
-  g_autofree float *grads = replica_step_gradients(r, params, 8);
-  g_assert_cmpuint(b->bytes_peak, ==, planned);
+  PlannedStep s;
+  planned_step_run(&s, net, 8, 7);
+  const float *grads = s.grads;
   double stem = 0.0;
   const TdmLayer *l0 = &net->layers[0];
   for (size_t i = 0; i < net->parameter_count; i++) {
@@ -538,10 +562,8 @@ test_bf16_stem_pool(void)
       stem += fabs(grads[i]);
   }
   g_assert_cmpfloat(stem, >, 0.0);
-  assert_stem_dw_start_outside(r, 8);
-  tdm_replica_free(r);
-  g_assert_cmpuint(b->bytes_in_use, ==, 0);
-  tdm_backend_free(b);
+  assert_stem_dw_start_outside(s.r, 8);
+  planned_step_clear(&s);
 }
 
 /* The CIFAR stem (a 3×3 conv of few input channels, float32 columns, its bf16 output
@@ -598,56 +620,19 @@ test_stem_output_recomputed(void)
   g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
   g_assert_no_error(error);
   g_assert_true(stem_output_recomputed(net, 0, TRUE));
-  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
-  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
-  g_assert_no_error(error);
   const int n = 8;
-  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
-  g_assert_no_error(error);
+  PlannedStep s;
+  planned_step_run(&s, net, n, 11);
+  TdmReplica *r = s.r;
   g_assert_true(r->stores_bf16);
   g_assert_null(r->acts[1]);
-  size_t planned =
-      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20).total;
-  g_assert_cmpuint(b->bytes_in_use, ==, planned);
+  const float *grads = s.grads;
   size_t count = net->parameter_count;
-  g_autofree float *params = g_new(float, count);
-  tdm_network_init_parameters(net, 11, params);
-  g_autofree float *grads = replica_step_gradients(r, params, n);
-  g_assert_cmpuint(b->bytes_peak, ==, planned);
 
-  /* The stem's output again, as the pass computes it, into a buffer of the test's. */
-  const TdmLayer *conv = &net->layers[0], *bn = &net->layers[1];
-  int c = bn->out_c, rows_n = n * bn->out_h * bn->out_w;
-  size_t out = (size_t)rows_n * c;
-  tdm_backend_upload(b, r->params, params, count * sizeof(float));
-  if (r->params16 != NULL)
-    tdm_backend_to_bf16(b, r->params16, r->params, count);
-  uint16_t *y16 = tdm_backend_alloc(b, out * sizeof(uint16_t), &error);
-  float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
-  float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
-  float *sums = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
-  g_assert_no_error(error);
-  tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[0], TDM_DTYPE_F32, NULL, r->cols[0],
-                           r->conv_work[0], r->params + conv->weight_offset, n, conv->in_h,
-                           conv->in_w, conv->in_c, conv->out_c, conv->kernel, conv->pad,
-                           conv->stride, conv->out_h, conv->out_w);
-  tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows_n, c, 0, 1);
-  tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
-  /* The first block's start left its sum, the bn's output gradient, in the skip buffer. */
-  const void *dy = r->skip_grad[net->layers[2].partner];
-  tdm_backend_bn_backward_sums(b, sums, sums + c, dy, TDM_DTYPE_BF16, y16, TDM_DTYPE_BF16,
-                               saved, saved + c, r->params + bn->weight_offset,
-                               r->params + bn->bias_offset, bn->fused_relu, rows_n, c);
-  g_autofree float *host_saved = g_new(float, 2 * c);
-  g_autofree float *step_saved = g_new(float, 2 * c);
-  g_autofree float *host_sums = g_new(float, 2 * c);
-  tdm_backend_download(b, host_saved, saved, 2 * (size_t)c * sizeof(float));
-  tdm_backend_download(b, step_saved, r->bn_work[1] + 2 * c, 2 * (size_t)c * sizeof(float));
-  tdm_backend_download(b, host_sums, sums, 2 * (size_t)c * sizeof(float));
-  g_assert_true(tdm_backend_check(b, NULL));
-  g_assert_cmpmem(host_saved, 2 * c * sizeof(float), step_saved, 2 * c * sizeof(float));
-  g_assert_cmpmem(host_sums, 2 * c * sizeof(float), grads + bn->weight_offset,
-                  2 * c * sizeof(float));
+  /* The stem's output again, as the pass computes it (replica-recomputed.h). */
+  replica_params_again(r, s.params);
+  replica_assert_stem_recomputed(r, n, grads);
+  const TdmLayer *conv = &net->layers[0];
   double stem = 0.0;
   for (size_t e = 0; e < count; e++) {
     g_assert_true(isfinite(grads[e]));
@@ -655,13 +640,7 @@ test_stem_output_recomputed(void)
       stem += fabs(grads[e]);
   }
   g_assert_cmpfloat(stem, >, 0.0);
-  tdm_backend_release(b, y16);
-  tdm_backend_release(b, slots);
-  tdm_backend_release(b, saved);
-  tdm_backend_release(b, sums);
-  tdm_replica_free(r);
-  g_assert_cmpuint(b->bytes_in_use, ==, 0);
-  tdm_backend_free(b);
+  planned_step_clear(&s);
 }
 
 /* A projection's 1×1 conv keeps no output in training where its block keeps bf16
@@ -705,62 +684,26 @@ test_projection_output_recomputed(void)
                      "res(conv24k3p1,bn,relu,conv24k3p1,bn),relu,gap,fc10";
   g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
   g_assert_no_error(error);
-  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
-  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
-  g_assert_no_error(error);
   const int n = 8;
-  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
-  g_assert_no_error(error);
-  size_t planned =
-      tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20).total;
-  g_assert_cmpuint(b->bytes_in_use, ==, planned);
-  size_t count = net->parameter_count;
-  g_autofree float *params = g_new(float, count);
-  tdm_network_init_parameters(net, 13, params);
-  g_autofree float *grads = replica_step_gradients(r, params, n);
-  g_assert_cmpuint(b->bytes_peak, ==, planned);
-  for (size_t e = 0; e < count; e++)
+  PlannedStep s;
+  planned_step_run(&s, net, n, 13);
+  TdmReplica *r = s.r;
+  const float *grads = s.grads;
+  for (size_t e = 0; e < net->parameter_count; e++)
     g_assert_true(isfinite(grads[e]));
-  tdm_backend_upload(b, r->params, params, count * sizeof(float));
-  if (r->params16 != NULL)
-    tdm_backend_to_bf16(b, r->params16, r->params, count);
-  int checked = 0;
+  replica_params_again(r, s.params);
+  g_assert_cmpint(replica_check_projections_recomputed(r, n), ==, 2);
+  /* The projections' parameters had a gradient. */
   for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i], *begin = &net->layers[l->partner];
+    const TdmLayer *l = &net->layers[i];
     if (l->kind != TDM_LAYER_RES_END || !l->projection)
       continue;
-    g_assert_true(projection_output_recomputed(net, i, TRUE));
-    g_assert_null(r->proj_conv[i]);
-    int c = l->out_c, rows = n * l->out_h * l->out_w;
-    uint16_t *y16 = tdm_backend_alloc(b, (size_t)rows * c * sizeof(uint16_t), &error);
-    float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
-    float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
-    g_assert_no_error(error);
-    tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[l->partner], act_type(r, l->partner),
-                             NULL, r->cols[i], NULL, r->params + l->weight_offset, n,
-                             begin->in_h, begin->in_w, begin->in_c, c, 1, 0, l->stride,
-                             l->out_h, l->out_w);
-    tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows, c, 0, 1);
-    tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
-    g_autofree float *here = g_new(float, 2 * c), *step = g_new(float, 2 * c);
-    tdm_backend_download(b, here, saved, 2 * (size_t)c * sizeof(float));
-    tdm_backend_download(b, step, r->bn_work[i] + 2 * c, 2 * (size_t)c * sizeof(float));
-    g_assert_true(tdm_backend_check(b, NULL));
-    g_assert_cmpmem(here, 2 * c * sizeof(float), step, 2 * c * sizeof(float));
-    /* The projection's parameters had a gradient. */
     double moved = 0.0;
     for (size_t e = l->param_offset; e < l->param_offset + l->param_count; e++)
       moved += fabs(grads[e]);
     g_assert_cmpfloat(moved, >, 0.0);
-    tdm_backend_release(b, y16);
-    tdm_backend_release(b, slots);
-    tdm_backend_release(b, saved);
-    checked++;
   }
-  g_assert_cmpint(checked, ==, 2);
-  tdm_replica_free(r);
-  g_assert_cmpuint(b->bytes_in_use, ==, 0);
-  tdm_backend_free(b);
+  planned_step_clear(&s);
 }
 
 void

@@ -127,6 +127,8 @@ if os.path.exists(run_path):
     write("config/deep", b'{"type":"settings","config":{"x":' + b"[" * 100000 + b"1" +
           b"]" * 100000 + b"}}\n")
     write("config/unknown-key", b'{"bacth":3,' + config[1:] + b"\n")
+    # An unknown key with a newline in it: the message quoting it stays one line.
+    write("config/unknown-key-newline", b'{"gam_\nsteps":3,' + config[1:] + b"\n")
     write("config/long-line", lines[0] + b"\n" + b'{"type":"step","pad":"' + b"y" * 200000 +
           b'"}\n')
     seed = os.path.join(here, "corpus", "checkpoint", "one-epoch.safetensors")

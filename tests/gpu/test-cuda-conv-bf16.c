@@ -112,10 +112,7 @@ test_dy16_outside(void)
     device_init(&d, gpu_bf16, &p, TRUE);
     uint16_t *outside = on_b(gpu_bf16, NULL, p.out * 2);
     tdm_backend_to_bf16(gpu_bf16, outside, d.dy, p.out);
-    g_autofree float *nan = g_new(float, p.out);
-    for (size_t e = 0; e < p.out; e++)
-      nan[e] = NAN;
-    tdm_backend_upload(gpu_bf16, d.dy, nan, p.out * 4); /* not to be read */
+    poison_b(gpu_bf16, d.dy, p.out); /* not to be read */
     d.a.dy16 = outside;
     for (int dir = TDM_CONV_DGRAD; dir <= TDM_CONV_WGRAD; dir++)
       g_assert_cmpuint(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"), ==,
@@ -133,13 +130,8 @@ test_dy16_outside(void)
     tdm_backend_download(gpu_bf16, dw_out, dw, dw_bytes);
     tdm_backend_copy(gpu_bf16, d.work, outside, p.out * 2);
     d.a.dy16 = d.work;
-    g_autofree float *nan_dx = g_new(float, p.in), *nan_dw = g_new(float, p.weights);
-    for (size_t e = 0; e < p.in; e++)
-      nan_dx[e] = NAN;
-    for (size_t e = 0; e < p.weights; e++)
-      nan_dw[e] = NAN;
-    tdm_backend_upload(gpu_bf16, dx, nan_dx, dx_bytes);
-    tdm_backend_upload(gpu_bf16, dw, nan_dw, dw_bytes);
+    poison_b(gpu_bf16, dx, p.in);
+    poison_b(gpu_bf16, dw, p.weights);
     gboolean ran_start = tdm_backend_conv_engine_backward(gpu_bf16, &d.a);
     g_autofree float *dx_start = g_new(float, p.in), *dw_start = g_new(float, p.weights);
     tdm_backend_download(gpu_bf16, dx_start, dx, dx_bytes);
@@ -267,10 +259,7 @@ test_dx16(void)
     Device d;
     device_init(&d, gpu_bf16, &p, TRUE);
     uint16_t *dx16 = on_b(gpu_bf16, NULL, p.in * 2);
-    g_autofree float *nan = g_new(float, p.in);
-    for (size_t e = 0; e < p.in; e++)
-      nan[e] = NAN;
-    tdm_backend_upload(gpu_bf16, d.dx, nan, p.in * 4);
+    poison_b(gpu_bf16, d.dx, p.in);
     d.a.dx = NULL;
     d.a.dx16 = dx16;
     g_autofree char *what = g_strdup_printf("bf16 dx16 n%d %dx%dx%d→%d k%d p%d s%d", c->n, c->h,

@@ -30,81 +30,6 @@
 #include "test-cuda-conv.h"
 #include "test-cuda-layers.h"
 
-/* A case's device side: the bn's parameters, x stored as bf16 at `offset` elements into
- * its buffer (1: misaligned), the output as bf16 or float32. */
-typedef struct {
-  Device d;
-  float *bn;
-  uint16_t *x16, *y16;
-} FusedInput;
-
-static void
-fused_input_init(FusedInput *in, TdmBackend *b, const Problem *p, const float *bn,
-                 const uint16_t *x16, gboolean relu, gboolean out16, size_t offset)
-{
-  int c = p->s.c;
-  device_init(&in->d, b, p, TRUE);
-  in->bn = on_b(b, bn, 4 * (size_t)c * 4);
-  in->x16 = on_b(b, NULL, (p->in + offset) * 2);
-  tdm_backend_upload(b, in->x16 + offset, x16, p->in * 2);
-  in->y16 = out16 ? on_b(b, NULL, p->out * 2) : NULL;
-  TdmConvArgs *a = &in->d.a;
-  a->x = (const float *)(in->x16 + offset); /* the type says what it holds */
-  a->x_type = TDM_DTYPE_BF16;
-  a->bn_mean = in->bn;
-  a->bn_invstd = in->bn + c;
-  a->bn_gamma = in->bn + 2 * c;
-  a->bn_beta = in->bn + 3 * c;
-  a->bn_relu = relu;
-  if (out16) {
-    a->y = NULL;
-    a->y16 = in->y16;
-  }
-}
-
-static void
-fused_input_clear(FusedInput *in)
-{
-  tdm_backend_release(in->d.b, in->bn);
-  tdm_backend_release(in->d.b, in->x16);
-  if (in->y16 != NULL)
-    tdm_backend_release(in->d.b, in->y16);
-  device_clear(&in->d);
-}
-
-/* NaN in the output. */
-static void
-fused_poison(FusedInput *in, const Problem *p)
-{
-  g_autofree float *nan = g_new(float, p->out);
-  for (size_t e = 0; e < p->out; e++)
-    nan[e] = NAN;
-  if (in->y16 != NULL) {
-    g_autofree uint16_t *bits = g_new(uint16_t, p->out);
-    memset(bits, 0xff, p->out * 2);
-    tdm_backend_upload(in->d.b, in->y16, bits, p->out * 2);
-  } else {
-    tdm_backend_upload(in->d.b, in->d.y, nan, p->out * 4);
-  }
-}
-
-/* The output, widened, against the reference: its relative error. */
-static double
-fused_error(FusedInput *in, const Problem *p)
-{
-  g_autofree float *wide = g_new(float, p->out);
-  if (in->y16 != NULL) {
-    g_autofree uint16_t *host = g_new(uint16_t, p->out);
-    tdm_backend_download(in->d.b, host, in->y16, p->out * 2);
-    for (size_t e = 0; e < p->out; e++)
-      wide[e] = bf16_value(host[e]);
-  } else {
-    tdm_backend_download(in->d.b, wide, in->d.y, p->out * 4);
-  }
-  assert_ok(in->d.b);
-  return rel_error(wide, p->y_ref, p->out);
-}
-
 static int
 count_fused(GPtrArray *names)
 {
@@ -112,6 +37,16 @@ count_fused(GPtrArray *names)
   for (guint k = 0; k < names->len; k++)
     fused += g_str_has_prefix(g_ptr_array_index(names, k), "cudnn-fused:");
   return fused;
+}
+
+/* The fused candidates offered for in's call: forward and weight gradient together. */
+static int
+count_fused_both_ways(BnInput *in)
+{
+  g_autoptr(GPtrArray) forward =
+      tdm_cuda_conv_candidate_names(in->d.b, &in->d.a, TDM_CONV_FORWARD);
+  g_autoptr(GPtrArray) wgrad = tdm_cuda_conv_candidate_names(in->d.b, &in->d.a, TDM_CONV_WGRAD);
+  return count_fused(forward) + count_fused(wgrad);
 }
 
 static void
@@ -147,8 +82,8 @@ test_fused_bn(void)
                              bn + 3 * c->c, (int)(in / c->c), c->c, relu);
       Problem p;
       problem_init(&p, c, xn);
-      FusedInput f;
-      fused_input_init(&f, gpu_bf16, &p, bn, x16, relu, out16, 0);
+      BnInput f;
+      bn_input_init(&f, gpu_bf16, &p, bn, x16, relu, out16, 0);
       g_autofree char *what =
           g_strdup_printf("x16 bn%s %s n%d %dx%dx%d→%d k%d p%d s%d", relu ? " relu" : "",
                           out16 ? "y16" : "y", c->n, c->h, c->w, c->c, c->out_c, c->kernel,
@@ -168,9 +103,9 @@ test_fused_bn(void)
         g_assert_true(g_str_has_suffix(name, out16 ? ":h" : ":f"));
         /* It needs little of the workspace (the scale, the shift, cuDNN's): it runs in
          * the test's. */
-        fused_poison(&f, &p);
+        bn_input_poison(&f, &p);
         g_assert_true(tdm_cuda_conv_run_named(gpu_bf16, &f.d.a, TDM_CONV_FORWARD, name));
-        double rel = fused_error(&f, &p);
+        double rel = bn_input_forward_error(&f, &p, NULL);
         g_test_message("%s %s: %.3g", what, name, rel);
         if (!(rel <= 0x1p-7)) {
           g_test_message("FAILED %s %s: %.3g", what, name, rel);
@@ -189,10 +124,7 @@ test_fused_bn(void)
         const char *name = g_ptr_array_index(wnames, k);
         if (!g_str_has_prefix(name, "cudnn-fused:"))
           continue;
-        g_autofree float *nan = g_new(float, p.weights);
-        for (size_t e = 0; e < p.weights; e++)
-          nan[e] = NAN;
-        tdm_backend_upload(gpu_bf16, f.d.dw, nan, p.weights * 4);
+        poison_b(gpu_bf16, f.d.dw, p.weights);
         g_assert_true(tdm_cuda_conv_run_named(gpu_bf16, &f.d.a, TDM_CONV_WGRAD, name));
         g_autofree char *label = g_strdup_printf("%s wgrad %s", what, name);
         check_close_b(gpu_bf16, label, f.d.dw, p.dw_ref, p.weights, 0x1p-7);
@@ -206,14 +138,14 @@ test_fused_bn(void)
         TdmBackend *forced = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
         g_assert_no_error(error);
         g_setenv("TANDEM_CONV", "cudnn-fused", TRUE); /* a forced choice is never cached */
-        FusedInput e;
-        fused_input_init(&e, forced, &p, bn, x16, relu, out16, 0);
+        BnInput e;
+        bn_input_init(&e, forced, &p, bn, x16, relu, out16, 0);
         TdmConvChoices counts;
         if (fused > 0) {
-          fused_poison(&e, &p);
+          bn_input_poison(&e, &p);
           g_assert_true(tdm_backend_conv_engine_forward(forced, &e.d.a));
           const char *chosen = tdm_cuda_conv_chosen(forced, &e.d.a, TDM_CONV_FORWARD);
-          double rel = fused_error(&e, &p);
+          double rel = bn_input_forward_error(&e, &p, NULL);
           g_test_message("%s forced: %s, %.3g", what, chosen, rel);
           g_assert_true(g_str_has_prefix(chosen, "cudnn-fused:"));
           g_assert_cmpfloat(rel, <=, 0x1p-7);
@@ -224,10 +156,7 @@ test_fused_bn(void)
         if (wfused > 0) {
           /* The weight gradient alone (no input gradient wanted). */
           e.d.a.dx = NULL;
-          g_autofree float *nan = g_new(float, p.weights);
-          for (size_t k = 0; k < p.weights; k++)
-            nan[k] = NAN;
-          tdm_backend_upload(forced, e.d.dw, nan, p.weights * 4);
+          poison_b(forced, e.d.dw, p.weights);
           g_assert_true(tdm_backend_conv_engine_backward(forced, &e.d.a));
           const char *wchosen = tdm_cuda_conv_chosen(forced, &e.d.a, TDM_CONV_WGRAD);
           g_test_message("%s wgrad forced: %s", what, wchosen);
@@ -238,23 +167,18 @@ test_fused_bn(void)
           g_assert_cmpint(counts.cudnn_fused, ==, fused > 0 ? 2 : 1);
         }
         g_unsetenv("TANDEM_CONV");
-        fused_input_clear(&e);
+        bn_input_clear(&e);
         tdm_backend_free(forced);
       }
-      fused_input_clear(&f);
+      bn_input_clear(&f);
 
       /* An input 2 bytes off a 16-byte boundary: no fused candidate (the copy path
        * still takes it). */
       if (variant == 0) {
-        FusedInput m;
-        fused_input_init(&m, gpu_bf16, &p, bn, x16, relu, out16, 1);
-        g_autoptr(GPtrArray) misaligned = tdm_cuda_conv_candidate_names(gpu_bf16, &m.d.a,
-                                                                        TDM_CONV_FORWARD);
-        g_assert_cmpint(count_fused(misaligned), ==, 0);
-        g_autoptr(GPtrArray) wmisaligned = tdm_cuda_conv_candidate_names(gpu_bf16, &m.d.a,
-                                                                         TDM_CONV_WGRAD);
-        g_assert_cmpint(count_fused(wmisaligned), ==, 0);
-        fused_input_clear(&m);
+        BnInput m;
+        bn_input_init(&m, gpu_bf16, &p, bn, x16, relu, out16, 1);
+        g_assert_cmpint(count_fused_both_ways(&m), ==, 0);
+        bn_input_clear(&m);
       }
       problem_clear(&p);
     }
@@ -282,8 +206,8 @@ test_fused_not_offered(void)
   g_autofree float *bn = random_bn(c.c);
   Problem p;
   problem_init(&p, &c, NULL);
-  FusedInput f;
-  fused_input_init(&f, gpu_bf16, &p, bn, x16, TRUE, TRUE, 0);
+  BnInput f;
+  bn_input_init(&f, gpu_bf16, &p, bn, x16, TRUE, TRUE, 0);
   g_setenv("TANDEM_CUDNN", "0", TRUE);
   g_autoptr(GPtrArray) hidden = tdm_cuda_conv_candidate_names(gpu_bf16, &f.d.a,
                                                               TDM_CONV_FORWARD);
@@ -301,7 +225,7 @@ test_fused_not_offered(void)
   g_unsetenv("TANDEM_CUDNN_FUSED");
   g_assert_cmpuint(off->len, >, 0);
   g_assert_cmpint(count_fused(off), ==, 0);
-  fused_input_clear(&f);
+  bn_input_clear(&f);
   problem_clear(&p);
 
   /* 17 channels in (a multiple of 8 is what the fused graph takes). */
@@ -311,14 +235,9 @@ test_fused_not_offered(void)
   g_autofree float *odd_x = random_bf16_input(odd_in, &odd16);
   g_autofree float *odd_bn = random_bn(odd.c);
   problem_init(&p, &odd, NULL);
-  fused_input_init(&f, gpu_bf16, &p, odd_bn, odd16, TRUE, TRUE, 0);
-  g_autoptr(GPtrArray) odd_names = tdm_cuda_conv_candidate_names(gpu_bf16, &f.d.a,
-                                                                 TDM_CONV_FORWARD);
-  g_assert_cmpint(count_fused(odd_names), ==, 0);
-  g_autoptr(GPtrArray) odd_wnames = tdm_cuda_conv_candidate_names(gpu_bf16, &f.d.a,
-                                                                  TDM_CONV_WGRAD);
-  g_assert_cmpint(count_fused(odd_wnames), ==, 0);
-  fused_input_clear(&f);
+  bn_input_init(&f, gpu_bf16, &p, odd_bn, odd16, TRUE, TRUE, 0);
+  g_assert_cmpint(count_fused_both_ways(&f), ==, 0);
+  bn_input_clear(&f);
   problem_clear(&p);
 }
 

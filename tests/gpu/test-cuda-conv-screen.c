@@ -113,7 +113,9 @@ test_screen_leaves_out_a_wrong_candidate(void)
   const Case c = {4, 14, 14, 64, 64, 3, 1, 1};
   Problem p;
   problem_init(&p, &c, NULL);
-  g_autofree char *dir = g_dir_make_tmp("tandem-conv-screen-XXXXXX", NULL);
+  g_autoptr(GError) tmp_error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("tandem-conv-screen-XXXXXX", &tmp_error);
+  g_assert_no_error(tmp_error);
   g_autofree char *clean_path = g_build_filename(dir, "clean.txt", NULL);
   g_autofree char *fault_path = g_build_filename(dir, "fault.txt", NULL);
   int checked = 0;

@@ -234,62 +234,14 @@ test_chunked(void)
   tdm_backend_free(exact);
 }
 
-/* A device side for test_bn_input_chunks on backend b: x stored as bf16 (x16), the bn's
- * statistics and affine (bn: mean, invstd, gamma, beta), the output as bf16. */
-typedef struct {
-  Device d;
-  float *bn;
-  uint16_t *x16, *y16;
-} BnInput;
-
+/* test_bn_input_chunks' device side on backend b: the bn's ReLU, the output as bf16, the
+ * input gradient not wanted (it reads no input: nothing to chunk). */
 static void
-bn_input_init(BnInput *in, TdmBackend *b, const Problem *p, const float *bn,
-              const uint16_t *x16)
+chunks_input_init(BnInput *in, TdmBackend *b, const Problem *p, const float *bn,
+                  const uint16_t *x16)
 {
-  int c = p->s.c;
-  device_init(&in->d, b, p, TRUE);
-  in->bn = on_b(b, bn, 4 * (size_t)c * 4);
-  in->x16 = on_b(b, x16, p->in * 2);
-  in->y16 = on_b(b, NULL, p->out * 2);
-  TdmConvArgs *a = &in->d.a;
-  a->x = (const float *)in->x16; /* the type says what it holds */
-  a->x_type = TDM_DTYPE_BF16;
-  a->bn_mean = in->bn;
-  a->bn_invstd = in->bn + c;
-  a->bn_gamma = in->bn + 2 * c;
-  a->bn_beta = in->bn + 3 * c;
-  a->bn_relu = true;
-  a->y = NULL;
-  a->y16 = in->y16;
-  a->dx = NULL; /* the input gradient reads no input: nothing to chunk */
-}
-
-static void
-bn_input_clear(BnInput *in)
-{
-  tdm_backend_release(in->d.b, in->bn);
-  tdm_backend_release(in->d.b, in->x16);
-  tdm_backend_release(in->d.b, in->y16);
-  device_clear(&in->d);
-}
-
-/* The forward's y16 on in's backend, widened, against the reference: its relative error. */
-static double
-bn_input_forward_error(BnInput *in, const Problem *p, uint16_t *host, float *wide)
-{
-  tdm_backend_download(in->d.b, host, in->y16, p->out * 2);
-  assert_ok(in->d.b);
-  for (size_t e = 0; e < p->out; e++)
-    wide[e] = bf16_value(host[e]);
-  return rel_error(wide, p->y_ref, p->out);
-}
-
-/* NaN in in's y16. */
-static void
-bn_input_poison(BnInput *in, const Problem *p, uint16_t *host)
-{
-  memset(host, 0xff, p->out * 2);
-  tdm_backend_upload(in->d.b, in->y16, host, p->out * 2);
+  bn_input_init(in, b, p, bn, x16, TRUE, TRUE, 0);
+  in->d.a.dx = NULL;
 }
 
 /* The weight gradient of test_bn_input_chunks' case as the replica reaches it (a fresh
@@ -311,7 +263,7 @@ bn_input_screened(const Problem *p, const float *bn, const uint16_t *x16, const 
   g_assert_no_error(error);
   tdm_conv_cache_reset(); /* no choice of this process's for the key: timed now */
   BnInput in;
-  bn_input_init(&in, fresh, p, bn, x16);
+  chunks_input_init(&in, fresh, p, bn, x16);
   size_t need = 0;
   gboolean took = engine_call_grown(&in.d, TRUE, &need);
   const char *chosen = tdm_cuda_conv_chosen(fresh, &in.d.a, TDM_CONV_WGRAD);
@@ -404,14 +356,13 @@ test_bn_input_chunks(void)
     Problem p;
     problem_init(&p, c, xn);
     BnInput main_in;
-    bn_input_init(&main_in, gpu_bf16, &p, bn, x16);
+    chunks_input_init(&main_in, gpu_bf16, &p, bn, x16);
     Device d = main_in.d;
     g_autofree char *what = g_strdup_printf("bn x16 y16 n%d %dx%dx%d→%d k%d (%d chunks of ≤ %d)",
                                             c->n, c->h, c->w, c->c, c->out_c, c->kernel,
                                             chunks.count, chunks.size);
     g_assert_cmpint(chunks.count, >, 1);
     g_autofree uint16_t *host = g_new(uint16_t, p.out);
-    g_autofree float *wide = g_new(float, p.out);
     g_autofree float *dw_first = g_new(float, p.weights);
     g_autofree float *dw_again = g_new(float, p.weights);
     g_autoptr(GHashTable) wgrad_errors =
@@ -446,9 +397,9 @@ test_bn_input_chunks(void)
           continue;
         }
         if (dir == TDM_CONV_FORWARD) {
-          bn_input_poison(&main_in, &p, host);
+          bn_input_poison(&main_in, &p);
           g_assert_true(tdm_cuda_conv_run_named(gpu_bf16, &d.a, dir, name));
-          double rel = bn_input_forward_error(&main_in, &p, host, wide);
+          double rel = bn_input_forward_error(&main_in, &p, NULL);
           g_test_message("%s: %.3g", label, rel);
           if (!(rel <= 0x1p-7)) {
             g_test_message("FAILED %s: %.3g", label, rel);
@@ -457,10 +408,7 @@ test_bn_input_chunks(void)
           continue;
         }
         for (int run = 0; run < 2; run++) {
-          g_autofree float *nan = g_new(float, p.weights);
-          for (size_t e = 0; e < p.weights; e++)
-            nan[e] = NAN;
-          tdm_backend_upload(gpu_bf16, d.dw, nan, p.weights * 4);
+          poison_b(gpu_bf16, d.dw, p.weights);
           g_assert_true(tdm_cuda_conv_run_named(gpu_bf16, &d.a, dir, name));
           tdm_backend_download(gpu_bf16, run == 0 ? dw_first : dw_again, d.dw, p.weights * 4);
           assert_ok(gpu_bf16);
@@ -499,15 +447,15 @@ test_bn_input_chunks(void)
       g_assert_no_error(error);
       g_setenv("TANDEM_CONV", "cudnn", TRUE);
       BnInput f;
-      bn_input_init(&f, forced, &p, bn, x16);
+      chunks_input_init(&f, forced, &p, bn, x16);
       size_t need = 0;
-      bn_input_poison(&f, &p, host);
+      bn_input_poison(&f, &p);
       gboolean took = engine_call_grown(&f.d, FALSE, &need);
       const char *chosen = tdm_cuda_conv_chosen(forced, &f.d.a, TDM_CONV_FORWARD);
       g_test_message("%s forced to cuDNN: %s, %zu bytes", what, chosen, need);
       g_assert_true(took);
       g_assert_true(g_str_has_prefix(chosen, "cudnn:") && g_str_has_suffix(chosen, suffix));
-      double rel = bn_input_forward_error(&f, &p, host, wide);
+      double rel = bn_input_forward_error(&f, &p, NULL);
       if (!(rel <= 0x1p-7)) {
         g_test_message("FAILED %s forced: %.3g", what, rel);
         g_test_fail();
@@ -531,12 +479,12 @@ test_bn_input_chunks(void)
       g_assert_no_error(error);
       exact->deterministic = true;
       BnInput e;
-      bn_input_init(&e, exact, &p, bn, x16);
+      chunks_input_init(&e, exact, &p, bn, x16);
       g_autofree uint16_t *first = g_new(uint16_t, p.out);
       for (int run = 0; run < 2; run++) {
-        bn_input_poison(&e, &p, host);
+        bn_input_poison(&e, &p);
         g_assert_true(engine_call_grown(&e.d, FALSE, &need));
-        rel = bn_input_forward_error(&e, &p, host, wide);
+        rel = bn_input_forward_error(&e, &p, host);
         if (run == 0)
           memcpy(first, host, p.out * 2);
       }

@@ -232,6 +232,70 @@ device_clear(Device *d)
       tdm_backend_release(d->b, all[i]);
 }
 
+void
+bn_input_init(BnInput *in, TdmBackend *b, const Problem *p, const float *bn,
+              const uint16_t *x16, gboolean relu, gboolean out16, size_t offset)
+{
+  int c = p->s.c;
+  device_init(&in->d, b, p, TRUE);
+  in->bn = on_b(b, bn, 4 * (size_t)c * 4);
+  in->x16 = on_b(b, NULL, (p->in + offset) * 2);
+  tdm_backend_upload(b, in->x16 + offset, x16, p->in * 2);
+  in->y16 = out16 ? on_b(b, NULL, p->out * 2) : NULL;
+  TdmConvArgs *a = &in->d.a;
+  a->x = (const float *)(in->x16 + offset); /* the type says what it holds */
+  a->x_type = TDM_DTYPE_BF16;
+  a->bn_mean = in->bn;
+  a->bn_invstd = in->bn + c;
+  a->bn_gamma = in->bn + 2 * c;
+  a->bn_beta = in->bn + 3 * c;
+  a->bn_relu = relu;
+  if (out16) {
+    a->y = NULL;
+    a->y16 = in->y16;
+  }
+}
+
+void
+bn_input_clear(BnInput *in)
+{
+  tdm_backend_release(in->d.b, in->bn);
+  tdm_backend_release(in->d.b, in->x16);
+  if (in->y16 != NULL)
+    tdm_backend_release(in->d.b, in->y16);
+  device_clear(&in->d);
+}
+
+void
+bn_input_poison(BnInput *in, const Problem *p)
+{
+  if (in->y16 != NULL) {
+    g_autofree uint16_t *bits = g_new(uint16_t, p->out);
+    memset(bits, 0xff, p->out * 2);
+    tdm_backend_upload(in->d.b, in->y16, bits, p->out * 2);
+  } else {
+    poison_b(in->d.b, in->d.y, p->out);
+  }
+}
+
+double
+bn_input_forward_error(BnInput *in, const Problem *p, uint16_t *bits)
+{
+  g_autofree float *wide = g_new(float, p->out);
+  g_autofree uint16_t *own = NULL;
+  if (in->y16 != NULL) {
+    if (bits == NULL)
+      bits = own = g_new(uint16_t, p->out);
+    tdm_backend_download(in->d.b, bits, in->y16, p->out * 2);
+    for (size_t e = 0; e < p->out; e++)
+      wide[e] = bf16_value(bits[e]);
+  } else {
+    tdm_backend_download(in->d.b, wide, in->d.y, p->out * 4);
+  }
+  assert_ok(in->d.b);
+  return rel_error(wide, p->y_ref, p->out);
+}
+
 const char *const direction_names[] = {"forward", "dgrad", "wgrad"};
 
 /* One engine call as the replica makes it: from a workspace of 16 bytes, grown to what

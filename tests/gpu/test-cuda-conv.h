@@ -40,6 +40,16 @@ typedef struct {
   void *work;
 } Device;
 
+/* A device side whose input a bn before stored as bf16 and the conv normalizes as it
+ * reads it: x as bf16 (x16) at `offset` elements into its buffer (1: misaligned), the
+ * bn's statistics and affine (bn: mean, invstd, gamma, beta), the output as bf16 (y16)
+ * or float32 (d.y). */
+typedef struct {
+  Device d;
+  float *bn;
+  uint16_t *x16, *y16;
+} BnInput;
+
 /* count random values rounded to bf16: their bits in *bits, the values returned. */
 float *random_bf16_input (size_t count, uint16_t **bits);
 /* A bn's mean, invstd, gamma and beta for c channels, one after the other. */
@@ -56,6 +66,16 @@ double chunk_rounding_share (const Problem *p, TdmConvDirection dir, const char 
 /* d's buffers on backend b for p (with the weights' bf16 copy where with_w16). */
 void device_init (Device *d, TdmBackend *b, const Problem *p, gboolean with_w16);
 void device_clear (Device *d);
+/* in's buffers on backend b for p, the bn's 4·c floats and x16's bits given, with the
+ * bn's ReLU where relu, the output bf16 where out16, x16 `offset` elements in. */
+void bn_input_init (BnInput *in, TdmBackend *b, const Problem *p, const float *bn,
+                    const uint16_t *x16, gboolean relu, gboolean out16, size_t offset);
+void bn_input_clear (BnInput *in);
+/* NaN in in's output. */
+void bn_input_poison (BnInput *in, const Problem *p);
+/* in's output, widened, against p's forward reference: its relative error; a bf16
+ * output's bits also in `bits` where given (p->out of them). */
+double bn_input_forward_error (BnInput *in, const Problem *p, uint16_t *bits);
 /* One engine call (backward where `backward`) on d's buffers as the replica makes it:
  * from a workspace of 16 bytes, grown to what the engine asks for (room to time and
  * screen its candidates, then its choice's need) and tried again, at most three times.

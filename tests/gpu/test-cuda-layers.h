@@ -64,13 +64,22 @@ on(const void *host, size_t bytes)
   return on_b(gpu, host, bytes);
 }
 
-static inline float *
-poisoned_b(TdmBackend *b, size_t n)
+/* NaN in the n floats at d, a buffer on backend b, so that one left unwritten fails. */
+static inline void
+poison_b(TdmBackend *b, float *d, size_t n)
 {
   g_autofree float *nan = g_new(float, n);
   for (size_t i = 0; i < n; i++)
     nan[i] = NAN;
-  return on_b(b, nan, n * sizeof(float));
+  tdm_backend_upload(b, d, nan, n * sizeof(float));
+}
+
+static inline float *
+poisoned_b(TdmBackend *b, size_t n)
+{
+  float *d = on_b(b, NULL, n * sizeof(float));
+  poison_b(b, d, n);
+  return d;
 }
 
 static inline float *

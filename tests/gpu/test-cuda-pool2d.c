@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-pool2d.c — the CUDA backend's pools with any window, stride and padding and
  * the stem's input, against the CPU backend (suite gpu): max pools (forward, the argmax
- * exactly: each output's window position, a byte, or an int32 for a 17×17 window, from a float32 or a bf16 input into a float32 or a bf16 output,
- * backward through them, from a float32 or a bf16 output gradient into either), average
- * pools counting the padding, on ResNet's 3×3 stride-2 padding-1 stem pool and odd
- * shapes whose windows overlap and leave edges, with channel counts that take 8, 4 or
- * 1 channels a thread and buffers that start off the vectors' boundaries; channel_affine
- * over 1 and 3 channels; to_bf16_padded, the stem's input for cuDNN's 8-channel plan;
- * the max pool of a bn's output normalized as it is read (the CPU's bits).
+ * exactly: each output's window position in a byte, or for a 17×17 window its input's
+ * position in the plane in an int32, from a float32 or a bf16 input into a float32 or a
+ * bf16 output, backward through them, from a float32 or a bf16 output gradient into
+ * either), average pools counting the padding, on ResNet's 3×3 stride-2 padding-1 stem
+ * pool and odd shapes whose windows overlap and leave edges, with channel counts that
+ * take 8, 4 or 1 channels a thread and buffers that start off the vectors' boundaries;
+ * channel_affine over 1 and 3 channels; to_bf16_padded, the stem's input for cuDNN's
+ * 8-channel plan; the max pool of a bn's output normalized as it is read (the CPU's bits).
  * Inputs are fresh random numbers (g_test_rand_*); GPU outputs are poisoned with NaN
  * first, so an element left unwritten fails. Pools give the CPU's bits (the maximum of
  * the same values, the same sums in the same order), also checked by ||gpu − cpu|| /
@@ -166,8 +167,8 @@ maxpool2d_case(TdmPool2d g, int shift)
                  g.w, g.c, g.k, g.s, g.p, shift);
   g_autofree float *x = random_floats(nx), *dy = random_floats(ny);
   g_autofree float *y = g_new(float, ny), *dx = g_new(float, nx);
-  /* The argmax, a window position: a byte a value, or an int32 for windows of more than
-   * 256 positions. */
+  /* The argmax: a window position in a byte a value, or for windows of more than 256
+   * positions the input's position in the plane in an int32. */
   size_t as = tdm_pool2d_argmax_size(g.k);
   g_autofree void *argmax = g_malloc(ny * as);
   tdm_backend_maxpool2d_forward(cpu, y, TDM_DTYPE_F32, argmax, x, TDM_DTYPE_F32, g);

@@ -5,6 +5,7 @@
  * column workspace; the activation arena lets an evaluation between two steps change
  * neither; the convs whose output no buffer keeps (the CIFAR stem's, the projections')
  * compute it again with the bits the forward wrote. */
+#include "replica-recomputed.h"
 #include "replica-step.h"
 #include "tdm-dataset.h"
 #include "tdm-device.h"
@@ -197,26 +198,6 @@ test_arena_evaluation_between_steps(void)
       }
 }
 
-/* The saved statistics of bn (mean, invstd: `step`, on the device) against those of y16
- * (rows × c, bf16) computed here: the same bits. */
-static void
-assert_same_statistics(TdmBackend *b, const uint16_t *y16, int rows, int c, const float *step)
-{
-  g_autoptr(GError) error = NULL;
-  float *slots = tdm_backend_alloc(b, TDM_BN_SLOT_FLOATS(c) * sizeof(float), &error);
-  float *saved = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
-  g_assert_no_error(error);
-  tdm_backend_bn_moments(b, slots, y16, TDM_DTYPE_BF16, rows, c, 0, 1);
-  tdm_backend_bn_stats(b, saved, slots, 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM, NULL, NULL);
-  g_autofree float *here = g_new(float, 2 * c), *there = g_new(float, 2 * c);
-  tdm_backend_download(b, here, saved, 2 * (size_t)c * sizeof(float));
-  tdm_backend_download(b, there, step, 2 * (size_t)c * sizeof(float));
-  g_assert_true(tdm_backend_check(b, NULL));
-  g_assert_cmpmem(here, 2 * c * sizeof(float), there, 2 * c * sizeof(float));
-  tdm_backend_release(b, slots);
-  tdm_backend_release(b, saved);
-}
-
 /* A CUDA bf16 replica whose stem conv and projections keep no output
  * (stem_output_recomputed(), projection_output_recomputed()): after two steps (the
  * first times the engine's candidates), each such conv's output computed again from the
@@ -250,51 +231,9 @@ test_outputs_recomputed(void)
   tdm_network_init_parameters(net, 3, params);
   g_autofree float *first = replica_step_gradients(r, params, n);
   g_autofree float *grads = replica_step_gradients(r, params, n);
-  tdm_backend_upload(b, r->params, params, count * sizeof(float));
-  tdm_backend_to_bf16(b, r->params16, r->params, count);
-
-  const TdmLayer *conv = &net->layers[0], *bn = &net->layers[1];
-  int c = bn->out_c, rows = n * bn->out_h * bn->out_w;
-  uint16_t *y16 = tdm_backend_alloc(b, (size_t)rows * c * sizeof(uint16_t), &error);
-  float *sums = tdm_backend_alloc(b, 2 * (size_t)c * sizeof(float), &error);
-  g_assert_no_error(error);
-  tdm_replica_conv_forward(r, (float *)y16, y16, r->acts[0], TDM_DTYPE_F32, NULL, r->cols[0],
-                           r->conv_work[0], r->params + conv->weight_offset, n, conv->in_h,
-                           conv->in_w, conv->in_c, conv->out_c, conv->kernel, conv->pad,
-                           conv->stride, conv->out_h, conv->out_w);
-  const float *saved = r->bn_work[1] + 2 * c;
-  assert_same_statistics(b, y16, rows, c, saved);
-  tdm_backend_bn_backward_sums(b, sums, sums + c, r->skip_grad[net->layers[2].partner],
-                               TDM_DTYPE_BF16, y16, TDM_DTYPE_BF16, saved, saved + c,
-                               r->params + bn->weight_offset, r->params + bn->bias_offset,
-                               bn->fused_relu, rows, c);
-  g_autofree float *host_sums = g_new(float, 2 * c);
-  tdm_backend_download(b, host_sums, sums, 2 * (size_t)c * sizeof(float));
-  g_assert_true(tdm_backend_check(b, NULL));
-  g_assert_cmpmem(host_sums, 2 * c * sizeof(float), grads + bn->weight_offset,
-                  2 * c * sizeof(float));
-  tdm_backend_release(b, y16);
-  tdm_backend_release(b, sums);
-
-  int checked = 0;
-  for (int i = 0; i < net->layer_count; i++) {
-    const TdmLayer *l = &net->layers[i], *begin = &net->layers[l->partner];
-    if (l->kind != TDM_LAYER_RES_END || !l->projection)
-      continue;
-    g_assert_true(projection_output_recomputed(net, i, TRUE));
-    g_assert_null(r->proj_conv[i]);
-    int pc = l->out_c, prows = n * l->out_h * l->out_w;
-    uint16_t *p16 = tdm_backend_alloc(b, (size_t)prows * pc * sizeof(uint16_t), &error);
-    g_assert_no_error(error);
-    tdm_replica_conv_forward(r, (float *)p16, p16, r->acts[l->partner], act_type(r, l->partner),
-                             NULL, r->cols[i], NULL, r->params + l->weight_offset, n,
-                             begin->in_h, begin->in_w, begin->in_c, pc, 1, 0, l->stride,
-                             l->out_h, l->out_w);
-    assert_same_statistics(b, p16, prows, pc, r->bn_work[i] + 2 * pc);
-    tdm_backend_release(b, p16);
-    checked++;
-  }
-  g_assert_cmpint(checked, ==, 2);
+  replica_params_again(r, params);
+  replica_assert_stem_recomputed(r, n, grads);
+  g_assert_cmpint(replica_check_projections_recomputed(r, n), ==, 2);
   tdm_replica_free(r);
   tdm_backend_free(b);
 }

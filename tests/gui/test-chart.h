@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* test-chart.h — what test-chart.c and test-chart-export.c share: reading pixels of a
- * rendered chart and a chart of one's own. Header-only test helpers.
+/* test-chart.h — what test-chart.c and its parts (test-chart-render.c,
+ * test-chart-export.c, test-chart-widget.c) share: reading pixels of a rendered chart
+ * and a chart of one's own, header-only test helpers; and each part's registration of
+ * its tests.
  */
 #pragma once
 
@@ -51,6 +53,12 @@ count_dark(cairo_surface_t *s, int x0, int y0, int x1, int y1)
   return n;
 }
 
+/* Registers the rendering tests (test-chart-render.c): a value's row and colour, the
+ * legend, the title's and the readout's room, empty, odd and a million points. */
+void test_chart_add_render(void);
 /* Registers the export tests (test-chart-export.c): PNG, SVG and CSV files, the SVG's
  * text, and the run's settings each export carries. */
 void test_chart_add_export(void);
+/* Registers the widget's tests (test-chart-widget.c): its properties, the devices'
+ * colours, a reference line's y range, and the chart realized, hovered and finalized. */
+void test_chart_add_widget(void);

@@ -279,7 +279,8 @@ deviation_of(TdmBackend *b, const Screen *screen)
  * result would lie from the reference (tests/gpu/test-cuda-conv-screen.c); the call's
  * own run after the choice is never touched. */
 static void
-fault(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, const Screen *screen)
+inject_test_fault(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
+                  const Screen *screen)
 {
   const char *v = g_getenv("TANDEM_CONV_FAULT");
   const char *space = v != NULL ? strchr(v, ' ') : NULL;
@@ -300,7 +301,7 @@ screened(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, Screen
   TdmConvCandidate *c = g_ptr_array_index(list, i);
   if (screen->copy == NULL)
     return TRUE;
-  fault(b, l, c, screen);
+  inject_test_fault(b, l, c, screen);
   if (screen->reference < 0) {
     tdm_backend_copy(b, screen->copy, screen->result.at,
                      screen->count * value_bytes(screen->result.type));
@@ -688,19 +689,32 @@ tdm_cuda_conv_candidate_names(TdmBackend *b, const TdmConvArgs *a, TdmConvDirect
   return names;
 }
 
+/* The candidate called name for a's call in direction dir, *l its layout; it lives in
+ * *list, the caller's to free (NULL where there is none). NULL where the backend has
+ * failed, the call has no layout or no candidate is so called. */
+static const TdmConvCandidate *
+candidate_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, const char *name,
+                TdmConvLayout *l, GPtrArray **list)
+{
+  *list = NULL;
+  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, l))
+    return NULL;
+  *list = tdm_conv_candidates_for(b, l, name);
+  int i = named(*list, name);
+  return i < 0 ? NULL : g_ptr_array_index(*list, i);
+}
+
 gboolean
 tdm_cuda_conv_run_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
                         const char *name)
 {
   TdmConvLayout l;
-  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
-    return FALSE;
-  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
-  int i = named(list, name);
-  if (i < 0 || tdm_conv_candidate_need(b, &l, g_ptr_array_index(list, i)) > a->work_bytes)
+  g_autoptr(GPtrArray) list = NULL;
+  const TdmConvCandidate *c = candidate_named(b, a, dir, name, &l, &list);
+  if (c == NULL || tdm_conv_candidate_need(b, &l, c) > a->work_bytes)
     return FALSE;
   tdm_conv_prepare(b, &l);
-  run(b, &l, g_ptr_array_index(list, i));
+  run(b, &l, c);
   return TRUE;
 }
 
@@ -709,11 +723,9 @@ tdm_cuda_conv_need_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection d
                          const char *name)
 {
   TdmConvLayout l;
-  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
-    return 0;
-  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
-  int i = named(list, name);
-  return i < 0 ? 0 : tdm_conv_candidate_need(b, &l, g_ptr_array_index(list, i));
+  g_autoptr(GPtrArray) list = NULL;
+  const TdmConvCandidate *c = candidate_named(b, a, dir, name, &l, &list);
+  return c == NULL ? 0 : tdm_conv_candidate_need(b, &l, c);
 }
 
 size_t
@@ -721,11 +733,8 @@ tdm_cuda_conv_cudnn_workspace_named(TdmBackend *b, const TdmConvArgs *a, TdmConv
                                     const char *name)
 {
   TdmConvLayout l;
-  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
-    return 0;
-  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, name);
-  int i = named(list, name);
-  const TdmConvCandidate *c = i < 0 ? NULL : g_ptr_array_index(list, i);
+  g_autoptr(GPtrArray) list = NULL;
+  const TdmConvCandidate *c = candidate_named(b, a, dir, name, &l, &list);
   if (c == NULL || c->plan == NULL)
     return 0;
   return (size_t)MAX(c->plan->workspace, c->rest_plan != NULL ? c->rest_plan->workspace : 0);
