@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bn-value.cuh — batch normalization's training-mode output of one value, shared by
- * bn.cu (the forward, and the backward's recomputed ReLU mask), conv-im2col.cu and
- * pool.cu (which normalize as they read): one set of inline functions, so
- * every kernel that needs the value compiles it to the same operations and gets the
- * forward's bits. Each multiply and add is rounded alone (__fmul_rn, __fadd_rn: never
- * contracted into a fused multiply-add), as the CPU reference computes them, so a
- * normalized value has the CPU's bits too and its bf16 rounding the CPU's (a fused
- * shift moved a column's bf16 value by a step a few times in 20,000). */
+ * bn-forward.cu (the forward), bn-sums.cu and bn-backward.cu (the backward's recomputed
+ * ReLU mask), conv-im2col.cu and pool.cu (which normalize as they read): one set of
+ * inline functions, so every kernel that needs the value compiles it to the same
+ * operations and gets the forward's bits. Each multiply and add is rounded alone
+ * (__fmul_rn, __fadd_rn: never contracted into a fused multiply-add), as the CPU
+ * reference computes them, so a normalized value has the CPU's bits too and its bf16
+ * rounding the CPU's (a fused shift moved a column's bf16 value by a step a few times
+ * in 20,000). */
 #pragma once
 
 /* The training forward as a per-channel affine map: scale = invstd·γ, shift = β −

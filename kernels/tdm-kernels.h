@@ -217,7 +217,7 @@ cudaError_t tdm_k_avgpool2d_forward(float *y, const float *x, int n, int h, int 
 cudaError_t tdm_k_avgpool2d_backward(float *dx, const float *dy, int n, int h, int w, int c,
                                      int k, int s, int p, int oh, int ow, cudaStream_t stream);
 
-/* bn.cu. The per-channel sums go through `partials`, device scratch of
+/* bn-sums.cu, bn-forward.cu, bn-backward.cu. The per-channel sums go through `partials`, device scratch of
  * partials_count doubles (at least 2 · channels), and `counters`, counter_count
  * unsigned ints that are zero before the launch and that the launch leaves zero (one
  * set a stream: two launches must not run at once on the same counters); 2 · ⌈channels

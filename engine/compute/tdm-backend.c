@@ -118,7 +118,7 @@ gboolean
 tdm_backend_kind_has_bn_bf16_input(TdmBackendKind kind)
 {
   /* Both backends read it: the CPU's bn loops widen a block of rows at a time,
-   * kernels/bn.cu and conv-im2col.cu load bf16 as they load float32. A build without
+   * kernels/bn-*.cu and conv-im2col.cu load bf16 as they load float32. A build without
    * CUDA still estimates a GPU's replica as a CUDA build allocates it. */
   return kind == TDM_BACKEND_CPU || kind == TDM_BACKEND_CUDA;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers-bn.c — batch normalization's per-channel sums on the GPU (the
  * statistics' shifted sums, bn_moments, and the backward's Σdy·xhat and Σdy,
- * bn_backward_sums), one launch that reduces its own partials (kernels/bn.cu): against
+ * bn_backward_sums), one launch that reduces its own partials (kernels/bn-sums.cu): against
  * the CPU reference, for float32 and bf16 inputs, channel counts that take each
  * vector width (3, 17, 64, 512, 1000, a very wide layer), rows that make one group or
  * many sets of them; and bit for bit against itself — repeated (the arrival counters

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers-start-sums.c — a residual block's start in backward with the sums of
- * the bn below it in one pass (add_relu_backward_bn_sums_bf16, kernels/bn.cu's sums
+ * the bn below it in one pass (add_relu_backward_bn_sums_bf16, kernels/bn-sums.cu's sums
  * kernel in its SUM_START mode): dx and the sums bit for bit against the GPU's unfused
  * pair (add_relu_backward_bf16, or for a projection's start relu_backward_bf16, to_bf16
  * or a copy, then bn_backward_sums over the rounded gradient), dx bit for bit against

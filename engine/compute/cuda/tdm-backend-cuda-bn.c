@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-backend-cuda-bn.c — the CUDA backend's batch normalization (kernels/bn.cu): the
+/* tdm-backend-cuda-bn.c — the CUDA backend's batch normalization (kernels/bn-*.cu): the
  * statistics into slots and their merge, the forward in training and evaluation, the
  * backward's sums and input gradient (also as the bf16 operand of the conv before it).
  * Each enqueues on the backend's stream; the front door checked the shapes, and the

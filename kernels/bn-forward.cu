@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* bn-forward.cu — batch normalization's forward on NHWC activations: the statistics
+ * and running averages from the replicas' slots of shifted sums (bn_stats, merged by
+ * tdm-bn-moments.h's rule in slot order), the training forward's per-channel affine
+ * map for a consumer that applies it itself (bn_affine), and the forward in training
+ * and evaluation mode with an optional ReLU and an addend (a block's end), into
+ * float32 or bf16: one memory-bound elementwise pass. x is read as float32 or as
+ * bfloat16 (X = uint16_t), widened exactly as it loads. Not here: the sums
+ * (bn-sums.cu), and the convolutions and pools that read a bn's output as they
+ * normalize it (conv-im2col.cu, pool.cu, with bn-value.cuh's same operations).
+ */
+#include "tdm-kernels.h"
+#include "tdm-bn-moments.h"
+#include "common.cuh"
+#include "bn-layout.cuh"
+#include "bn-value.cuh"
+
+#include <cuda_bf16.h>
+#include <math.h>
+
+__global__ void
+bn_stats_kernel(float *saved, const float *slots, int slot_count, int channels, float eps,
+                float momentum, float *running_mean, float *running_var)
+{
+  int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= channels)
+    return;
+  double count, mean_d, m2;
+  tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean_d, &m2);
+  float mean = (float)mean_d;
+  float var = count > 0 ? (float)(m2 / count) : 0.0f;
+  saved[ch] = mean;
+  saved[channels + ch] = 1.0f / sqrtf(var + eps);
+  if (running_mean != NULL) {
+    float unbiased = count > 1 ? (float)(m2 / (count - 1)) : var;
+    running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
+    running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
+  }
+}
+
+extern "C" cudaError_t
+tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels, float eps,
+               float momentum, float *running_mean, float *running_var, cudaStream_t stream)
+{
+  if (channels <= 0)
+    return cudaSuccess;
+  bn_stats_kernel<<<tdm_k_blocks((size_t)channels, TDM_K_THREADS), TDM_K_THREADS, 0,
+                    stream>>>(saved, slots, slot_count, channels, eps, momentum, running_mean,
+                              running_var);
+  return tdm_k_launched();
+}
+
+/* The training forward's per-channel affine map (bn-value.cuh's bn_train_affine), for a
+ * consumer that applies it itself: cuDNN's fused prologue. */
+__global__ void
+bn_affine_kernel(float *scale, float *shift, const float *mean, const float *invstd,
+                 const float *gamma, const float *beta, int channels)
+{
+  int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch < channels)
+    bn_train_affine(ch, mean, invstd, gamma, beta, &scale[ch], &shift[ch]);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_affine(float *scale, float *shift, const float *mean, const float *invstd,
+                const float *gamma, const float *beta, int channels, cudaStream_t stream)
+{
+  if (channels <= 0)
+    return cudaSuccess;
+  bn_affine_kernel<<<tdm_k_blocks((size_t)channels, TDM_K_THREADS), TDM_K_THREADS, 0,
+                     stream>>>(scale, shift, mean, invstd, gamma, beta, channels);
+  return tdm_k_launched();
+}
+
+/* The forward in both modes is y = x · scale + shift per channel (then the ReLU):
+ * training mode's scale = invstd · γ, evaluation's γ / √(running_var + eps), each
+ * thread computing its channels' pairs once as the CPU reference computes them. With
+ * a (not NULL): y = the bn's output (use_relu false) + a, then max(·, 0) when
+ * add_relu, as add_out adds (a plain sum of two rounded values: nothing to contract). */
+template <bool EVAL, int V, typename X, typename Y, typename A>
+__global__ void __launch_bounds__(BN_THREADS)
+bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
+                  const float *gamma, const float *beta, float eps, int rows, int channels,
+                  BnSumShape s, bool use_relu, const A *a, bool add_relu, bool aligned)
+{
+  int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
+  int ch = blockIdx.y * s.span + cl * V;
+  if (ch >= channels || lane >= s.rl)
+    return;
+  float scale[V], shift[V];
+  for (int j = 0; j < V; j++) {
+    if (EVAL) {
+      scale[j] = gamma[ch + j] / sqrtf(spread[ch + j] + eps);
+      shift[j] = __fsub_rn(beta[ch + j], __fmul_rn(mean[ch + j], scale[j]));
+    } else {
+      bn_train_affine(ch + j, mean, spread, gamma, beta, &scale[j], &shift[j]);
+    }
+  }
+  size_t C = (size_t)channels, step = (size_t)gridDim.x * s.rl * C;
+  size_t at = ((size_t)blockIdx.x * s.rl + lane) * C + ch, end = (size_t)rows * C;
+  while (at < end) {
+    BnRow<V, X> xr[BN_PASS_BATCH];
+    BnRow<V, A> ar[BN_PASS_BATCH];
+#pragma unroll
+    for (int r = 0; r < BN_PASS_BATCH; r++)
+      if (at + r * step < end) {
+        xr[r].load(x + at + r * step, aligned);
+        if (a != NULL)
+          ar[r].load(a + at + r * step, aligned);
+      }
+#pragma unroll
+    for (int r = 0; r < BN_PASS_BATCH; r++)
+      if (at + r * step < end) {
+        float v[V], w[V];
+        xr[r].get(v);
+        if (a != NULL)
+          ar[r].get(w);
+        for (int j = 0; j < V; j++) {
+          v[j] = bn_affine_output(v[j], scale[j], shift[j], use_relu);
+          if (a != NULL)
+            v[j] = add_relu ? tdm_k_relu_value(v[j] + w[j]) : v[j] + w[j];
+        }
+        bn_store_row<V>(y + at + r * step, v, aligned);
+      }
+    at += BN_PASS_BATCH * step;
+  }
+}
+
+/* y of type Y (float, or uint16_t: bf16, rounded as it is stored), a of type A. */
+template <bool EVAL, typename X, typename Y = float, typename A = float>
+static cudaError_t
+bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread,
+                  const float *gamma, const float *beta, float eps, int rows, int channels,
+                  bool relu, cudaStream_t stream, const A *a = NULL, bool add_relu = false)
+{
+  if (rows <= 0 || channels <= 0)
+    return cudaSuccess;
+  BnSumShape s = bn_pass_shape(rows, channels);
+  bool aligned = bn_vec_aligned(y, s.v) && bn_vec_aligned(x, s.v) && (a == NULL || bn_vec_aligned(a, s.v));
+  dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
+  unsigned threads = (unsigned)(s.ct * s.rl);
+#define BN_FORWARD(V)                                                                          \
+  bn_forward_kernel<EVAL, V, X, Y, A><<<grid, threads, 0, stream>>>(                           \
+      y, x, mean, spread, gamma, beta, eps, rows, channels, s, relu, a, add_relu, aligned)
+  if (s.v == 8)
+    BN_FORWARD(8);
+  else if (s.v == 4)
+    BN_FORWARD(4);
+  else
+    BN_FORWARD(1);
+#undef BN_FORWARD
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mean, const float *invstd,
+                 const float *gamma, const float *beta, int rows, int channels, bool relu,
+                 cudaStream_t stream)
+{
+  if (x16)
+    return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
+                                    rows, channels, relu, stream);
+  return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
+                                  channels, relu, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward_add(float *y, const void *x, bool x16, const float *mean, const float *invstd,
+                     const float *gamma, const float *beta, const float *a, int rows,
+                     int channels, bool relu, cudaStream_t stream)
+{
+  if (x16)
+    return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
+                                    rows, channels, false, stream, a, relu);
+  return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
+                                  channels, false, stream, a, relu);
+}
+
+/* The output stored as bf16, with an addend of type A (or none). */
+template <typename A>
+static cudaError_t
+bn_forward_bf16_launch(uint16_t *y, const void *x, bool x16, const float *mean,
+                       const float *invstd, const float *gamma, const float *beta, const A *a,
+                       int rows, int channels, bool relu, cudaStream_t stream)
+{
+  /* With an addend, bn_forward_add's order: the bn without its ReLU, the add, then it. */
+  bool bn_relu = relu && a == NULL, add_relu = relu && a != NULL;
+  if (x16)
+    return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
+                                    rows, channels, bn_relu, stream, a, add_relu);
+  return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
+                                  channels, bn_relu, stream, a, add_relu);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
+                      const float *invstd, const float *gamma, const float *beta, const void *a,
+                      bool a16, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  if (a != NULL && a16)
+    return bn_forward_bf16_launch(y, x, x16, mean, invstd, gamma, beta, (const uint16_t *)a,
+                                  rows, channels, relu, stream);
+  return bn_forward_bf16_launch(y, x, x16, mean, invstd, gamma, beta, (const float *)a, rows,
+                                channels, relu, stream);
+}
+
+/* The evaluation's forward (running statistics) from either input type into Y. */
+template <typename Y>
+static cudaError_t
+bn_forward_eval_launch(Y *y, const void *x, bool x16, const float *running_mean,
+                       const float *running_var, const float *gamma, const float *beta,
+                       float eps, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  if (x16)
+    return bn_forward_launch<true>(y, (const uint16_t *)x, running_mean, running_var, gamma,
+                                   beta, eps, rows, channels, relu, stream);
+  return bn_forward_launch<true>(y, (const float *)x, running_mean, running_var, gamma, beta,
+                                 eps, rows, channels, relu, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_mean,
+                      const float *running_var, const float *gamma, const float *beta,
+                      float eps, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  return bn_forward_eval_launch(y, x, x16, running_mean, running_var, gamma, beta, eps, rows,
+                                channels, relu, stream);
+}
+
+/* The forward kernel with the bn's own ReLU and then the addend, no ReLU after it (a
+ * residual body that ends with bn, relu), a bf16 output. */
+template <typename X, typename A>
+static cudaError_t
+bn_relu_add_launch(uint16_t *y, const X *x, const float *mean, const float *invstd,
+                   const float *gamma, const float *beta, const A *a, int rows, int channels,
+                   cudaStream_t stream)
+{
+  return bn_forward_launch<false>(y, x, mean, invstd, gamma, beta, 0.0f, rows, channels, true,
+                                  stream, a, false);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_relu_add_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
+                       const float *invstd, const float *gamma, const float *beta, const void *a,
+                       bool a16, int rows, int channels, cudaStream_t stream)
+{
+  if (x16 && a16)
+    return bn_relu_add_launch(y, (const uint16_t *)x, mean, invstd, gamma, beta,
+                              (const uint16_t *)a, rows, channels, stream);
+  if (x16)
+    return bn_relu_add_launch(y, (const uint16_t *)x, mean, invstd, gamma, beta,
+                              (const float *)a, rows, channels, stream);
+  if (a16)
+    return bn_relu_add_launch(y, (const float *)x, mean, invstd, gamma, beta,
+                              (const uint16_t *)a, rows, channels, stream);
+  return bn_relu_add_launch(y, (const float *)x, mean, invstd, gamma, beta, (const float *)a,
+                            rows, channels, stream);
+}
+
+/* bn_forward_eval's kernel with a bf16 output (Y = uint16_t), rounded as it is stored. */
+extern "C" cudaError_t
+tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16, const float *running_mean,
+                           const float *running_var, const float *gamma, const float *beta,
+                           float eps, int rows, int channels, bool relu, cudaStream_t stream)
+{
+  return bn_forward_eval_launch(y, x, x16, running_mean, running_var, gamma, beta, eps, rows,
+                                channels, relu, stream);
+}

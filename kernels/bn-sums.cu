@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* bn-sums.cu — batch normalization's per-channel sums on NHWC activations, its only
+ * reductions: the statistics' shifted sums (bn_moments: one read of x, finished into
+ * this replica's slot by tdm-bn-moments.h's rule, the CPU's), the backward's Σdy·xhat
+ * and Σdy (bn_backward_sums, with the fused ReLU's mask recomputed from x), and a
+ * block's start in backward that writes the bn's gradient and makes its sums in the
+ * same pass (add_relu_backward_bn_sums_bf16).
+ *
+ * The sums run in one deterministic launch in double (each block sums a fixed slice of
+ * rows into partials, and the last blocks to finish add the partials in a fixed
+ * order): no float atomics, so the same inputs give the same bits, and the precision
+ * matches the CPU reference, which also sums in double. x (and dy) are read as float32
+ * or as bfloat16 (X = uint16_t: a conv's output a bf16 run stores so), widened exactly
+ * as they load. Not here: the statistics' merge and the forward (bn-forward.cu), the
+ * input gradient (bn-backward.cu), and the all-reduce of synchronized BN, which the
+ * engine does between these launches.
+ */
+#include "tdm-kernels.h"
+#include "tdm-bn-moments.h"
+#include "common.cuh"
+#include "bn-layout.cuh"
+#include "bn-value.cuh"
+
+#include <cuda_bf16.h>
+#include <math.h>
+
+/* Sums over rows, in one launch. The rows × channels tensor is cut into channel
+ * tiles of up to BN_TILE_CHANNELS (blockIdx.y) and row groups (blockIdx.x). In a
+ * block, each thread owns V consecutive channels (V = 8, 4 or 1: what the channel
+ * count allows, whatever the element type, so that bf16 and float32 inputs of the
+ * same values give the same bits) of every rl-th row: the ct threads of a tile's row
+ * read it contiguously, one 16-byte load for eight bf16 channels (two for float32),
+ * and a thread issues a batch of rows' loads before it adds them. Each thread adds
+ * its rows in order in double; the block then adds its row lanes in order into the
+ * group's partial. The finish is folded in: a group that has written its partial
+ * counts itself in its set of BN_SET groups (an atomic counter per tile and set,
+ * reset by the last); the last of a set adds the set's partials in group order, and
+ * the last set of a tile adds the sets' sums in order and finishes the tile's
+ * channels (one level where a tile has one set). Every addition's order is fixed by
+ * rows and channels alone: no float atomics, the same bits every run. Narrow tiles
+ * keep each finish short (a set of 32 partials of 64 channels is about a trip to L2
+ * and back) and give small tensors enough blocks. (The two-launch version before
+ * this, 32 channels × 8 row lanes of 2-byte loads and a separate finish over a
+ * thousand groups, read at 1.1 TB/s on an H100; bench/NOTES.md has both.) */
+#define BN_SET 32
+#define BN_TILE_CHANNELS 64
+static_assert(BN_TILE_CHANNELS <= 64, "bn_add_partials: a tile's values fit half a block");
+/* Rows a thread adds: BN_ROWS_PER_THREAD, or down to BN_MIN_ROWS_PER_THREAD where that
+ * leaves fewer than BN_FILL_BLOCKS blocks (two an SM of a 132-SM Hopper); at most
+ * BN_MAX_BLOCKS blocks. Long runs of rows a block keep its finish (the lanes' and the
+ * groups' sums) small beside its reads. Fixed numbers, not the GPU's SM count, so
+ * that the sums' bits are the same on every GPU. (16-channel sets, 128- or 256-channel
+ * tiles, 16 rows a thread or a fill of 132 or 528 blocks were each slower on an H100.) */
+#define BN_ROWS_PER_THREAD 32
+#define BN_MIN_ROWS_PER_THREAD 8
+#define BN_FILL_BLOCKS 264
+#define BN_MAX_BLOCKS 528
+
+/* SUM_START, or-ed into a backward mode: the block start's pass, its dy made as it
+ * loads (bn_start_row). SUM_BASE: the mode without it. */
+enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3, SUM_START = 4 };
+#define SUM_BASE(mode) ((mode) & 3)
+
+/* What the kernel reads and where it writes. partials: groups · 2 · channels doubles
+ * (the groups' sums), then sets · 2 · channels (the sets'); counters: tiles · sets for
+ * the sets, then tiles for the tiles, all zero between launches. */
+template <typename X, typename D>
+struct BnSumArgs {
+  const X *x;
+  const D *dy;
+  const float *mean, *invstd, *gamma, *beta;
+  int rows, channels;
+  double *partials;
+  unsigned *counters;
+  /* The finish: out0, out1 (backward), or this replica's slot of `slots` (moments). */
+  float *out0, *out1, *slots;
+  int slot, slot_count;
+  bool aligned; /* x and dy (and skip, mask, dx) allow the vector accesses */
+  /* SUM_START: dy is the first layer's input gradient a, the skip's share (NULL:
+   * none) and the ReLU's output below (NULL: no ReLU) bf16, dx the rounded sum. */
+  const uint16_t *skip, *mask;
+  uint16_t *dx;
+};
+
+/* The block start's gradient for V channels of one row (SUM_START): a's values plus
+ * the skip's where the mask is positive, else 0, rounded once to bf16 into dx and
+ * widened back into g: tdm_k_add_relu_backward_bf16's bits, or with no skip
+ * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's, or (a bf16, no mask) a copy's (a NaN's
+ * bits kept: the widened value's high half). Each value is read before it is written
+ * (dx may be a or the skip). */
+template <int V, typename X, typename D>
+__device__ __forceinline__ void
+bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at)
+{
+  float v[V];
+  unsigned h[V];
+  bn_load_row<V>(v, a.dy + at, a.aligned);
+  if (sizeof(D) == 2 && a.skip == NULL && a.mask == NULL) {
+    for (int j = 0; j < V; j++)
+      h[j] = __float_as_uint(v[j]) >> 16;
+  } else {
+    float t[V];
+    if (a.skip != NULL) {
+      bn_load_row<V>(t, a.skip + at, a.aligned);
+      for (int j = 0; j < V; j++)
+        v[j] = v[j] + t[j];
+    }
+    if (a.mask != NULL) {
+      bn_load_row<V>(t, a.mask + at, a.aligned);
+      for (int j = 0; j < V; j++)
+        v[j] = t[j] > 0.0f ? v[j] : 0.0f;
+    }
+    for (int j = 0; j < V; j++)
+      h[j] = tdm_k_bf16_bits(v[j]);
+  }
+  uint16_t *p = a.dx + at;
+  if (V == 8 && a.aligned)
+    *(uint4 *)p = make_uint4(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16,
+                             h[4 % V] | h[5 % V] << 16, h[6 % V] | h[7 % V] << 16);
+  else if (V == 4 && a.aligned)
+    *(uint2 *)p = make_uint2(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16);
+  else
+    for (int j = 0; j < V; j++)
+      p[j] = (uint16_t)h[j];
+  for (int j = 0; j < V; j++)
+    g[j] = __uint_as_float(h[j] << 16);
+}
+
+/* Adds `count` rows of 2 · channels doubles, src[k · 2 · channels + i], for this
+ * tile's values into dst (the same layout, one row) and into sh[i] (i = which · span +
+ * j · ct + cl, as the block's own sums). A tile has 2 · span ≤ 128 values and a block
+ * at least twice as many threads: the rows are cut into `parts` consecutive runs, one
+ * thread a value and run, each adding its run in order with eight rows' loads in
+ * flight, then the runs' sums are added in order: a fixed order, and half or less of
+ * the trips to L2 of one thread a value. */
+__device__ inline void
+bn_add_partials(double *dst, double *sh, const double *src, int count, int channels,
+                int ch0, const BnSumShape &s)
+{
+  const int chunk = 8;
+  int values = 2 * s.span, parts = (int)blockDim.x / values;
+  int i = threadIdx.x % values, part = threadIdx.x / values;
+  int r = i % s.span;
+  int c = ch0 + (r % s.ct) * s.v + r / s.ct;
+  bool mine = part < parts && c < channels;
+  int per = (count + parts - 1) / parts;
+  int k0 = part * per, k1 = min(count, k0 + per);
+  size_t row = 2 * (size_t)channels;
+  const double *p = src + (size_t)(i / s.span) * channels + (c < channels ? c : 0);
+  double acc = 0.0;
+  if (mine) {
+    int k = k0;
+    for (; k + chunk <= k1; k += chunk) {
+      double t[chunk];
+#pragma unroll
+      for (int u = 0; u < chunk; u++)
+        t[u] = __ldcg(p + (size_t)(k + u) * row);
+#pragma unroll
+      for (int u = 0; u < chunk; u++)
+        acc += t[u];
+    }
+    for (; k < k1; k++)
+      acc += __ldcg(p + (size_t)k * row);
+  }
+  double *runs = sh + BN_THREADS; /* past the values, sh holds 2 · BN_THREADS doubles */
+  if (part < parts)
+    runs[part * values + i] = acc;
+  __syncthreads();
+  if (part == 0 && c < channels) {
+    double t = 0.0;
+    for (int q = 0; q < parts; q++)
+      t += runs[q * values + i];
+    if (dst != NULL)
+      dst[(size_t)(i / s.span) * channels + c] = t;
+    sh[i] = t;
+  }
+}
+
+/* Whether this block is the last of `expected` to arrive at *counter (which it then
+ * resets): the writes before it by every block are visible to the last one. */
+__device__ inline bool
+bn_arrive_last(unsigned *counter, unsigned expected)
+{
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned before = atomicAdd(counter, 1u);
+    last = before == expected - 1;
+    if (last)
+      *counter = 0;
+  }
+  __syncthreads();
+  if (last)
+    __threadfence();
+  return last;
+}
+
+/* One row's V values into the thread's sums (its order: rows ascending). */
+template <int MODE, int V>
+__device__ __forceinline__ void
+bn_sums_row(double *a0, double *a1, const float *v, float *g, const float *k, const float *m,
+            const float *is, const float *scale, const float *shift)
+{
+  for (int j = 0; j < V; j++) {
+    if (MODE == SUM_SHIFTED) {
+      double d = (double)v[j] - (double)k[j];
+      a0[j] += d;
+      a1[j] += d * d;
+    } else {
+      if (MODE == SUM_BACKWARD_RELU &&
+          !(bn_affine_output(v[j], scale[j], shift[j], false) > 0.0f))
+        g[j] = 0.0f;
+      float xhat = (v[j] - m[j]) * is[j];
+      a0[j] += (double)g[j] * xhat;
+      a1[j] += g[j];
+    }
+  }
+}
+
+/* Rows whose loads a thread issues before it adds any of them: about 64 bytes of x
+ * (32 of each of x and dy) in flight a thread, within the registers that let two
+ * blocks share an SM. The order of the additions does not depend on it. */
+template <int MODE, int V, typename X>
+struct BnBatch {
+  static constexpr int raw = (MODE == SUM_SHIFTED ? 64 : 32) / (V * (int)sizeof(X));
+  static constexpr int rows = raw < 1 ? 1 : raw > 8 ? 8 : raw;
+};
+
+template <int MODE, int V, typename X, typename D>
+__global__ void __launch_bounds__(BN_THREADS)
+bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
+{
+  __shared__ double sh[BN_THREADS * 2 * V];
+  int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
+  int tile = blockIdx.y, group = blockIdx.x;
+  int ch0 = tile * s.span;
+  int ch = ch0 + cl * V; /* the thread's first channel; channels % V == 0 */
+  int C = a.channels;
+  double a0[V], a1[V];
+  for (int j = 0; j < V; j++)
+    a0[j] = a1[j] = 0.0;
+  if (ch < C && lane < s.rl) {
+    float k[V], m[V], is[V], scale[V], shift[V];
+    if (MODE == SUM_SHIFTED)
+      bn_load_row<V>(k, a.x + ch, false);
+    if (MODE >= SUM_BACKWARD)
+      for (int j = 0; j < V; j++) {
+        m[j] = a.mean[ch + j];
+        is[j] = a.invstd[ch + j];
+        if (SUM_BASE(MODE) == SUM_BACKWARD_RELU)
+          bn_train_affine(ch + j, a.mean, a.invstd, a.gamma, a.beta, &scale[j], &shift[j]);
+      }
+    const int B = BnBatch<MODE, V, X>::rows;
+    size_t step = (size_t)gridDim.x * s.rl * C;
+    size_t at = ((size_t)group * s.rl + lane) * C + ch, end = (size_t)a.rows * C;
+    /* Whole batches: every load first, then the additions in row order. */
+    for (; MODE & SUM_START && at + (B - 1) * step < end; at += B * step) {
+      BnRow<V, X> xr[B];
+      float gs[B][V];
+#pragma unroll
+      for (int r = 0; r < B; r++)
+        xr[r].load(a.x + at + r * step, a.aligned);
+#pragma unroll
+      for (int r = 0; r < B; r++)
+        bn_start_row<V>(gs[r], a, at + r * step);
+#pragma unroll
+      for (int r = 0; r < B; r++) {
+        float v[V];
+        xr[r].get(v);
+        bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, gs[r], k, m, is, scale, shift);
+      }
+    }
+    for (; !(MODE & SUM_START) && at + (B - 1) * step < end; at += B * step) {
+      BnRow<V, X> xr[B];
+      BnRow<V, D> dr[B];
+#pragma unroll
+      for (int r = 0; r < B; r++) {
+        xr[r].load(a.x + at + r * step, a.aligned);
+        if (MODE != SUM_SHIFTED)
+          dr[r].load(a.dy + at + r * step, a.aligned);
+      }
+#pragma unroll
+      for (int r = 0; r < B; r++) {
+        float v[V], g[V];
+        xr[r].get(v);
+        if (MODE != SUM_SHIFTED)
+          dr[r].get(g);
+        bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, g, k, m, is, scale, shift);
+      }
+    }
+    for (; at < end; at += step) {
+      float v[V], g[V];
+      bn_load_row<V>(v, a.x + at, a.aligned);
+      if (MODE & SUM_START)
+        bn_start_row<V>(g, a, at);
+      else if (MODE != SUM_SHIFTED)
+        bn_load_row<V>(g, a.dy + at, a.aligned);
+      bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, g, k, m, is, scale, shift);
+    }
+  }
+  /* The row lanes in order. sh[lane][i], i = which · span + j · ct + cl for the
+   * thread's channel j (so that a warp's stores fall in distinct banks). */
+  if (lane < s.rl)
+    for (int j = 0; j < V; j++) {
+      sh[(size_t)lane * 2 * s.span + j * s.ct + cl] = a0[j];
+      sh[(size_t)lane * 2 * s.span + s.span + j * s.ct + cl] = a1[j];
+    }
+  __syncthreads();
+  double *groups = a.partials;
+  double *sets = a.partials + (size_t)s.groups * 2 * C;
+  for (int i = threadIdx.x; i < 2 * s.span; i += blockDim.x) {
+    int which = i / s.span, r = i % s.span;
+    int c = ch0 + (r % s.ct) * V + r / s.ct;
+    if (c >= C)
+      continue;
+    double t = 0.0;
+    for (int l = 0; l < s.rl; l++)
+      t += sh[(size_t)l * 2 * s.span + i];
+    groups[((size_t)group * 2 + which) * C + c] = t;
+  }
+  /* The group's set, then the tile. */
+  int set = group / BN_SET, first = set * BN_SET;
+  int in_set = min(BN_SET, s.groups - first);
+  if (!bn_arrive_last(a.counters + (size_t)tile * s.sets + set, (unsigned)in_set))
+    return;
+  if (s.sets > 1) {
+    bn_add_partials(sets + (size_t)set * 2 * C, sh, groups + (size_t)first * 2 * C, in_set, C,
+                    ch0, s);
+    if (!bn_arrive_last(a.counters + (size_t)s.tiles * s.sets + tile, (unsigned)s.sets))
+      return;
+    bn_add_partials(NULL, sh, sets, s.sets, C, ch0, s);
+  } else {
+    bn_add_partials(NULL, sh, groups, in_set, C, ch0, s);
+  }
+  __syncthreads();
+  /* sh[i]: the tile's sum i (which · span + j · ct + cl). */
+  for (int i = threadIdx.x; i < s.span; i += blockDim.x) {
+    int c = ch0 + (i % s.ct) * V + i / s.ct;
+    if (c >= C)
+      continue;
+    double s0 = sh[i], s1 = sh[s.span + i];
+    if (MODE != SUM_SHIFTED) {
+      a.out0[c] = (float)s0;
+      if (a.out1 != NULL)
+        a.out1[c] = (float)s1;
+      continue;
+    }
+    size_t size = TDM_BN_SLOT_FLOATS(C);
+    for (int slot = 0; slot < a.slot_count; slot++) {
+      float *dst = a.slots + size * slot;
+      if (slot == a.slot) {
+        double mean, m2;
+        tdm_bnm_finish(tdm_k_load1(a.x + c), s0, s1, a.rows, &mean, &m2);
+        tdm_bnm_store(dst, C, c, mean, m2);
+      } else {
+        tdm_bnm_store(dst, C, c, 0.0, 0.0);
+      }
+      if (c == 0)
+        tdm_bnm_store_count(dst, C, slot == a.slot ? a.rows : 0);
+    }
+  }
+}
+
+/* The launch's shape for rows × channels, within the scratch: partials_count doubles
+ * and counter_count counters. False when even one group a tile does not fit. */
+static bool
+bn_sum_shape(BnSumShape *s, int rows, int channels, size_t partials_count,
+             size_t counter_count)
+{
+  bn_channel_split(s, channels, BN_TILE_CHANNELS);
+  size_t per_block = (size_t)s->rl * BN_ROWS_PER_THREAD;
+  size_t groups = ((size_t)rows + per_block - 1) / per_block;
+  size_t fill = (BN_FILL_BLOCKS + (size_t)s->tiles - 1) / (size_t)s->tiles;
+  if (groups < fill) {
+    size_t short_block = (size_t)s->rl * BN_MIN_ROWS_PER_THREAD;
+    size_t short_groups = ((size_t)rows + short_block - 1) / short_block;
+    groups = short_groups < fill ? short_groups : fill;
+  }
+  /* The scratch: the groups' partials and, past one set, the sets' (2 · channels
+   * doubles each); tiles · sets counters and one a tile. */
+  size_t rows_fit = partials_count / (2 * (size_t)channels);
+  size_t sets_fit = counter_count / (size_t)s->tiles;
+  if (rows_fit < 1 || sets_fit < 2)
+    return false;
+  size_t most = BN_MAX_BLOCKS / (size_t)s->tiles;
+  size_t scratch_most = rows_fit <= BN_SET ? rows_fit : rows_fit * BN_SET / (BN_SET + 1);
+  if (most > scratch_most)
+    most = scratch_most;
+  if (most > (sets_fit - 1) * BN_SET)
+    most = (sets_fit - 1) * BN_SET;
+  if (groups > most)
+    groups = most;
+  if (groups < 1)
+    groups = 1;
+  while (groups > BN_SET && groups + (groups + BN_SET - 1) / BN_SET > rows_fit)
+    groups--;
+  s->groups = (int)groups;
+  s->sets = (int)((groups + BN_SET - 1) / BN_SET);
+  return true;
+}
+
+template <int MODE, typename X, typename D>
+static cudaError_t
+bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
+          const float *invstd, const float *gamma, const float *beta, int rows, int channels,
+          double *partials, size_t partials_count, unsigned *counters, size_t counter_count,
+          float *slots, int slot, int slot_count, cudaStream_t stream,
+          const uint16_t *skip = NULL, const uint16_t *mask = NULL, uint16_t *dx = NULL)
+{
+  if (channels <= 0)
+    return cudaSuccess;
+  BnSumShape s;
+  if (partials == NULL || counters == NULL ||
+      !bn_sum_shape(&s, rows, channels, partials_count, counter_count))
+    return cudaErrorInvalidValue;
+  BnSumArgs<X, D> a = {x, dy, mean, invstd, gamma, beta, rows, channels, partials, counters,
+                       out0, out1, slots, slot, slot_count, true, skip, mask, dx};
+  a.aligned = bn_vec_aligned(x, s.v) && (MODE == SUM_SHIFTED || bn_vec_aligned(dy, s.v)) &&
+              (skip == NULL || bn_vec_aligned(skip, s.v)) &&
+              (mask == NULL || bn_vec_aligned(mask, s.v)) &&
+              (dx == NULL || bn_vec_aligned(dx, s.v));
+  dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
+  unsigned threads = (unsigned)(s.ct * s.rl);
+  if (s.v == 8)
+    bn_sums_kernel<MODE, 8><<<grid, threads, 0, stream>>>(a, s);
+  else if (s.v == 4)
+    bn_sums_kernel<MODE, 4><<<grid, threads, 0, stream>>>(a, s);
+  else
+    bn_sums_kernel<MODE, 1><<<grid, threads, 0, stream>>>(a, s);
+  return tdm_k_launched();
+}
+
+extern "C" cudaError_t
+tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels, int slot,
+                 int slot_count, double *partials, size_t partials_count, unsigned *counters,
+                 size_t counter_count, cudaStream_t stream)
+{
+  if (channels <= 0 || slot < 0 || slot >= slot_count)
+    return cudaErrorInvalidValue;
+  if (rows <= 0) /* no first row to shift by: an empty slot */
+    return cudaMemsetAsync(slots, 0, TDM_BN_SLOT_FLOATS(channels) * slot_count * sizeof(float),
+                           stream);
+  if (x16)
+    return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const uint16_t *)x, (const float *)NULL, NULL,
+                                  NULL, NULL, NULL, rows, channels, partials, partials_count,
+                                  counters, counter_count, slots, slot, slot_count, stream);
+  return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const float *)x, (const float *)NULL, NULL, NULL,
+                                NULL, NULL, rows, channels, partials, partials_count, counters,
+                                counter_count, slots, slot, slot_count, stream);
+}
+
+template <typename X, typename D>
+static cudaError_t
+bn_backward_sums(float *dgamma, float *dbeta, const D *dy, const X *x, const float *mean,
+                 const float *invstd, const float *gamma, const float *beta, bool relu,
+                 int rows, int channels, double *partials, size_t partials_count,
+                 unsigned *counters, size_t counter_count, cudaStream_t stream)
+{
+  if (relu)
+    return bn_reduce<SUM_BACKWARD_RELU>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
+                                        channels, partials, partials_count, counters,
+                                        counter_count, NULL, 0, 0, stream);
+  return bn_reduce<SUM_BACKWARD>(dgamma, dbeta, x, dy, mean, invstd, gamma, beta, rows,
+                                 channels, partials, partials_count, counters, counter_count,
+                                 NULL, 0, 0, stream);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16, const void *x,
+                       bool x16, const float *mean, const float *invstd, const float *gamma,
+                       const float *beta, bool relu, int rows, int channels, double *partials,
+                       size_t partials_count, unsigned *counters, size_t counter_count,
+                       cudaStream_t stream)
+{
+#define BN_SUMS(D, X)                                                                          \
+  bn_backward_sums(dgamma, dbeta, (const D *)dy, (const X *)x, mean, invstd, gamma, beta,      \
+                   relu, rows, channels, partials, partials_count, counters, counter_count,    \
+                   stream)
+  if (dy16)
+    return x16 ? BN_SUMS(uint16_t, uint16_t) : BN_SUMS(uint16_t, float);
+  return x16 ? BN_SUMS(float, uint16_t) : BN_SUMS(float, float);
+#undef BN_SUMS
+}
+
+/* The block start's pass with the sums: bn_reduce's launch in SUM_START mode, so
+ * that every addition falls as tdm_k_bn_backward_sums's on the dx it writes. */
+template <typename X, typename D>
+static cudaError_t
+start_sums(uint16_t *dx, const D *a, const uint16_t *skip, const uint16_t *mask, const X *x,
+           const float *mean, const float *invstd, const float *gamma, const float *beta,
+           bool relu, int rows, int channels, float *dgamma, float *dbeta, double *partials,
+           size_t partials_count, unsigned *counters, size_t counter_count,
+           cudaStream_t stream)
+{
+  if (relu)
+    return bn_reduce<SUM_BACKWARD_RELU | SUM_START>(
+        dgamma, dbeta, x, a, mean, invstd, gamma, beta, rows, channels, partials,
+        partials_count, counters, counter_count, NULL, 0, 0, stream, skip, mask, dx);
+  return bn_reduce<SUM_BACKWARD | SUM_START>(dgamma, dbeta, x, a, mean, invstd, gamma, beta,
+                                             rows, channels, partials, partials_count,
+                                             counters, counter_count, NULL, 0, 0, stream,
+                                             skip, mask, dx);
+}
+
+extern "C" cudaError_t
+tdm_k_add_relu_backward_bn_sums_bf16(uint16_t *dx, const void *a, bool a16,
+                                     const uint16_t *skip, const uint16_t *mask,
+                                     const void *x, bool x16, const float *mean,
+                                     const float *invstd, const float *gamma,
+                                     const float *beta, bool relu, int rows, int channels,
+                                     float *dgamma, float *dbeta, double *partials,
+                                     size_t partials_count, unsigned *counters,
+                                     size_t counter_count, cudaStream_t stream)
+{
+#define START_SUMS(A, X)                                                                       \
+  start_sums(dx, (const A *)a, skip, mask, (const X *)x, mean, invstd, gamma, beta, relu,      \
+             rows, channels, dgamma, dbeta, partials, partials_count, counters,                \
+             counter_count, stream)
+  if (a16)
+    return x16 ? START_SUMS(uint16_t, uint16_t) : START_SUMS(uint16_t, float);
+  return x16 ? START_SUMS(float, uint16_t) : START_SUMS(float, float);
+#undef START_SUMS
+}
