@@ -5,6 +5,7 @@
 #pragma once
 
 #include "tdm-backend.h"
+#include "tdm-bf16.h"
 #include "tdm-error.h"
 
 #include <math.h>
@@ -118,6 +119,16 @@ to_double(const float *p, size_t n)
   return d;
 }
 
+/* v rounded to bf16 in a new host array (g_free). */
+static inline uint16_t *
+to_bf16_host(const float *v, size_t n)
+{
+  uint16_t *h = g_new(uint16_t, n);
+  for (size_t i = 0; i < n; i++)
+    h[i] = tdm_bf16_round(v[i]);
+  return h;
+}
+
 typedef struct {
   int n, h, w, c, kh, kw, pad;
 } ConvShape;
@@ -132,9 +143,14 @@ conv_dims(const ConvShape *s, int *oh, int *ow, size_t *rows, size_t *cols, size
   *xn = (size_t)s->n * s->h * s->w * s->c;
 }
 
-/* Registers test-backend-cpu-gradcheck.c's tests, test-backend-cpu-bf16.c's,
- * test-backend-cpu-pool2d.c's and test-backend-cpu-start-sums.c's. */
+/* Registers test-backend-cpu-layers.c's tests, test-backend-cpu-step.c's,
+ * test-backend-cpu-gradcheck.c's, test-backend-cpu-bf16.c's,
+ * test-backend-cpu-bf16-resnet.c's, test-backend-cpu-pool2d.c's and
+ * test-backend-cpu-start-sums.c's. */
+void test_backend_cpu_add_layers(void);
+void test_backend_cpu_add_step(void);
 void test_backend_cpu_add_gradchecks(void);
 void test_backend_cpu_add_bf16(void);
+void test_backend_cpu_add_bf16_resnet(void);
 void test_backend_cpu_add_pool2d(void);
 void test_backend_cpu_add_start_sums(void);
