@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica-conv.c — a conv layer's forward and backward as a replica runs them
- * (tdm-replica-pass.c's walks call them): the backend's whole convolution where the
- * layer has its scratch, else the convolution engine where the backend has one, else
- * composed here from im2col and GEMMs, on bf16 columns in a bf16 run (the weights from
- * params16, the output gradient as bf16 at the workspace's start) or float32 ones, a
- * chunk of samples at a time on a GPU (tdm-conv-columns.h: the engine's "im2col" does
- * the same in the same chunks); an
- * input a bn left unwritten normalized as the columns are built; an input stored as
- * bf16 gathered as it is, or widened for float32 columns. */
+ * (tdm-replica-forward.c's and -backward.c's walks call them): the backend's whole
+ * convolution where the layer has its scratch, else the convolution engine where the
+ * backend has one, else composed here from im2col and GEMMs, on bf16 columns in a bf16
+ * run (the weights from params16, the output gradient as bf16 at the workspace's start)
+ * or float32 ones, a chunk of samples at a time on a GPU (tdm-conv-columns.h: the
+ * engine's "im2col" does the same in the same chunks); an input a bn left unwritten
+ * normalized as the columns are built; an input stored as bf16 gathered as it is, or
+ * widened for float32 columns. */
 #include "tdm-conv-columns.h"
 #include "tdm-replica-private.h"
 

@@ -3,7 +3,7 @@
  * no activations for a backward pass, so each layer's output goes into one of a few
  * buffers of the widest activation's size that rotate layer to layer (ping-pong), with
  * one more held for each residual block whose input waits for the block's end. The
- * forward walk itself is tdm-replica-pass.c's, the same for training and inference:
+ * forward walk itself is tdm-replica-forward.c's, the same for training and inference:
  * here only the pointers it reads and writes are laid out, and swapped in while an
  * evaluation runs. The buffers lie in the activation arena, over the training's
  * activations, which no evaluation needs (tdm-replica-private.h). Not the column

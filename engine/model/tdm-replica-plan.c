@@ -31,7 +31,7 @@ tdm_replica_buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind,
     buf.argmax_size = argmax_size(l);
   }
   /* A whole convolution computes in float32: a bf16 run composes every one from
-   * bf16 columns (tdm-replica-pass.c). */
+   * bf16 columns (tdm-replica-conv.c). */
   if (l->kind == TDM_LAYER_CONV && !(i == 0 && conv_pool_first(net)) &&
       precision != TDM_PRECISION_BF16)
     buf.conv_work = tdm_backend_conv_work_floats(kind, l->in_h, l->in_w, l->in_c, l->out_c,
@@ -132,7 +132,7 @@ widened_input_floats(size_t in, size_t columns)
 }
 
 /* The forward's use of the gradient region by layer i, float32 all (the forward leaves
- * the region free but for these; tdm-replica-pass.c and tdm-replica-conv.c place them):
+ * the region free but for these; tdm-replica-forward.c and tdm-replica-conv.c place them):
  * a frozen bn's output for the layer after it that has no buffer for it (below); a
  * conv without bf16 columns: the float32 product rounded into its bf16 output, at grad_a
  * where its input is float32 and it has no columns (with columns, each chunk's product
@@ -163,7 +163,7 @@ forward_region(const TdmNetwork *net, int i, gboolean stores16, RegionNeed *need
   case TDM_LAYER_BN:
     /* A frozen bn writes a bf16 output straight (bn_forward_eval_bf16); its output for
      * the conv after it (bn_output_to_conv(): a conv that takes bf16 operands) at grad_a,
-     * bf16 (tdm-replica-pass.c's frozen_bn_to_conv()); for the block's end
+     * bf16 (frozen_bn_to_conv()); for the block's end
      * that adds it (bn_relu_output_to_block_end()) at grad_a, float32, beside a
      * projection's bn output; for its bf16 pool (bn_output_to_pool()) at grad_a, bf16. */
     if (bn_output_to_conv(net, i, stores16))
@@ -502,7 +502,7 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
  * that level's, in bytes as kept): widths[level − 1]; *skips their sum. Bytes per
  * sample. (A projection's bn output has no buffer of its own: the training's forward
  * writes it into the second gradient buffer, free until backward, which the block's
- * add reads; tdm-replica-pass.c's block_end_backward() finds its conv's gradient
+ * add reads; tdm-replica-backward.c's block_end_backward() finds its conv's gradient
  * room.) */
 void
 tdm_replica_shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind,

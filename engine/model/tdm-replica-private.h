@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica-private.h — what tdm-replica.c (buffers, evaluation),
  * tdm-replica-plan.c (their sizes, the memory plan), tdm-replica-train.c (the training
- * step), tdm-replica-pass.c (the forward and backward walks over the layers) and
- * tdm-replica-conv.c (a conv layer's forward and backward) share: the buffer layout
+ * step), tdm-replica-forward.c and tdm-replica-backward.c (the walks over the layers)
+ * and tdm-replica-conv.c (a conv layer's forward and backward) share: the buffer layout
  * rules, the plan's sizing and the passes. Not for anything else. */
 #pragma once
 
 #include "tdm-replica.h"
+#include "tdm-counter-rng.h"
 
 typedef enum {
   MODE_EVAL,                   /* running statistics, no dropout */
@@ -28,6 +29,13 @@ gboolean tdm_replica_bn16 (TdmBackend *b);
 gboolean tdm_replica_aborted (TdmReplica *r);
 /* Synchronized BN's all-reduce through the hook; FALSE (and sticky) on failure. */
 gboolean tdm_replica_bn_reduce (TdmReplica *r, float *buffer, size_t count);
+/* A bn layer's forward, y = BN(x) (then ReLU), its batch statistics first in training
+ * (tdm-replica-forward.c, the comment there); the backward computes a frozen bn's
+ * output again with it. */
+void tdm_replica_bn_forward (TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16,
+                             const void *x, TdmDtype x_type, int n, int pixels, int c,
+                             const float *gamma, const float *beta, float *work,
+                             float *running, bool relu, gboolean statistics_only);
 
 /* A training bn's output that the layer after it computes from the bn's input as it
  * reads it (bn_output_left_to_next()). */
@@ -167,7 +175,7 @@ bn_output_to_block_end(const TdmNetwork *net, int i)
 /* Whether bn layer i's output has no buffer in training because the conv after it,
  * its one reader, normalizes the bn's input as it builds its bf16 columns, in the
  * forward and again in its backward (im2col_bf16_bn, or the convolution engine's bn
- * prologue; tdm-replica-pass.c's bn_output_left_to_next()): a bf16 run that stores
+ * prologue; bn_output_left_to_next() below): a bf16 run that stores
  * activations as bf16 (stores16: tdm_replica_stores_bf16()), a conv with columns whose
  * output gradient fits beside them (out_c ≤ its reduction; the replica keeps params16,
  * so nothing else needs the room, at any batch size). A frozen bn writes its output
@@ -181,7 +189,7 @@ bn_output_to_conv(const TdmNetwork *net, int i, gboolean stores16)
 }
 
 /* Whether bn layer i writes its input gradient as the bf16 output gradient of the conv
- * before it, at the workspace's start (tdm-replica-pass.c's bn_dx_as_conv_dy16(), which
+ * before it, at the workspace's start (tdm-replica-backward.c's bn_dx_as_conv_dy16(), which
  * grows the workspace where it holds less), so that no gradient buffer holds it: a
  * bf16 run on a backend with bn_backward_dx_bf16 (bn16; every conv composed there, the
  * parameters' bf16 copy kept), a conv with no bias or ReLU of its own, and either bf16
@@ -272,7 +280,7 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 
 /* Whether conv layer i's output has no buffer in training because the bn after it reads
  * it from the gradient region, where the conv writes it in the forward and again, from
- * the stored input, just before the bn's backward (tdm-replica-pass.c's
+ * the stored input, just before the bn's backward (tdm-replica-backward.c's
  * stem_output_again()): the network's first layer, its output stored as bf16 for the bn
  * after it (conv_output_bf16()), that bn writing its input gradient as the conv's bf16
  * output gradient at the workspace's start (bn_dx_to_conv(), not in place), and that
@@ -420,7 +428,7 @@ bn_output_to_pool(const TdmNetwork *net, int i, gboolean stores16)
  * end that reads its ReLU's mask from a bf16 output too (the start applies that mask
  * as it sums: add_relu_backward_bf16). The block's first layer, a conv with bf16
  * columns, writes its input gradient as bf16 (its float32 sum rounded once, as cuDNN
- * writes it anyway: tdm-replica-pass.c's conv_dx_as_bf16()), any other in float32. The
+ * writes it anyway: tdm-replica-backward.c's conv_dx_as_bf16()), any other in float32. The
  * skip's share waits in the level's skip buffer: the block's bf16 output
  * gradient itself (no copy), or a projection's input gradient in float32, compact (the
  * pixels its 1×1 conv of no padding reads, 1/stride² of them; col2im would put zeros
@@ -460,7 +468,7 @@ projection_bn_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * 1×1 conv writes it as bf16 at the gradient region's start (grad_a) in the forward, its
  * bn reading it there and writing its own output at grad_b (projection_bn_bf16()), and
  * again from the block's stored input into the region's free half just before its bn's
- * backward (tdm-replica-pass.c's block_end_backward()), where the block keeps bf16
+ * backward (tdm-replica-backward.c's block_end_backward()), where the block keeps bf16
  * gradients (block_grad_bf16(): the ReLU's gradient in one half, the bn's input gradient
  * at the workspace's start, the conv's compact input gradient in the skip buffer). The
  * same call both times: the same bits. ResNet-18's three projections at 32 px, batch
@@ -607,6 +615,61 @@ static inline gboolean
 bn_folded_into_end(const TdmReplica *r, int i)
 {
   return !r->inferring && bn_output_to_block_end(r->net, i);
+}
+
+/* The rules of the pass in progress that both walks ask (tdm-replica-forward.c,
+ * tdm-replica-backward.c). */
+
+/* Whether layer i is frozen: its BN normalizes with the running statistics and leaves
+ * them alone, in training as in evaluation. */
+static inline gboolean
+layer_frozen(const TdmReplica *r, int i)
+{
+  return r->frozen != NULL && r->frozen[i];
+}
+
+/* Whether bn layer i is a frozen one whose output the conv after it, which takes bf16
+ * operands, reads in training (bn_output_to_conv()): it writes it into the free gradient
+ * buffer as bf16 (bn_forward_eval_bf16: the bits its float32 output would have where the
+ * conv rounds it for its bf16 columns or the engine's bf16 input), half the room; and
+ * again so in backward (tdm-replica-backward.c's frozen_bn_again()). */
+static inline gboolean
+frozen_bn_to_conv(const TdmReplica *r, int i)
+{
+  return !r->inferring && layer_frozen(r, i) && bn_output_to_conv(r->net, i, r->stores_bf16);
+}
+
+/* Whether bn layer i leaves its output unwritten in training, for the layer after it
+ * to compute as it reads it, when that layer is the output's only reader: a max pool
+ * (maxpool_forward_bn; its backward goes by argmax), or a conv that takes the bf16
+ * column path (im2col_bf16_bn; its backward reads its columns, never its input). The
+ * backends give the same bits as the bn's own pass. */
+static inline gboolean
+bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
+{
+  const TdmNetwork *net = r->net;
+  if (mode == MODE_EVAL || i + 1 >= net->layer_count)
+    return FALSE;
+  const TdmLayer *next = &net->layers[i + 1];
+  if (next->kind == TDM_LAYER_POOL && !r->inferring && pool_bf16(net, i + 1, r->stores_bf16))
+    return TRUE; /* maxpool_forward_bf16 */
+  if (next->kind == TDM_LAYER_POOL && !tdm_layer_pool_tiles(next))
+    return !r->inferring && bn_output_to_pool_bf16(net, i, r->stores_bf16); /* _forward_bn */
+  if (next->kind == TDM_LAYER_POOL)
+    return tdm_layer_pool_tiles(next) && tdm_backend_has_maxpool_forward_bn(r->backend);
+  if (next->kind != TDM_LAYER_CONV || !tdm_backend_has_im2col_bf16_bn(r->backend) ||
+      r->conv_work[i + 1] != NULL)
+    return FALSE;
+  int rows = n * next->out_h * next->out_w;
+  return tdm_replica_conv_bf16(r, r->cols[i + 1], next->kernel, next->pad, rows,
+                               next->in_c * next->kernel * next->kernel, next->out_c);
+}
+
+/* The counter-based key of dropout layer `layer`'s mask (tdm-counter-rng.h). */
+static inline uint64_t
+dropout_key(const TdmReplica *r, int layer)
+{
+  return tdm_crng_key(r->seed, TDM_RNG_DROPOUT + (uint32_t)layer);
 }
 
 static inline gboolean

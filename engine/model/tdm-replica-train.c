@@ -3,7 +3,8 @@
  * loss, backward and the caller's tail (the update), captured once in a graph and
  * replayed where the device has them, a step size's first step eagerly; the idle step
  * of a replica without samples, synchronized BN's set-up, and the loss probe. The
- * buffers are tdm-replica.c's, the walks over the layers tdm-replica-pass.c's. */
+ * buffers are tdm-replica.c's, the walks over the layers tdm-replica-forward.c's
+ * and tdm-replica-backward.c's. */
 #include "tdm-replica-private.h"
 #include "tdm-i18n.h"
 #include "tdm-counter-rng.h"

@@ -2,8 +2,8 @@
 /* tdm-replica.c — one replica's buffers, as its memory plan (tdm-replica-plan.c) sizes
  * them, and its workspace, and its evaluation and prediction, all as backend operations
  * so the same code runs on the CPU and on a GPU. The training step is
- * tdm-replica-train.c's, the walks over the layers tdm-replica-pass.c's. No
- * communication here; no optimizer. */
+ * tdm-replica-train.c's, the walks over the layers tdm-replica-forward.c's and
+ * tdm-replica-backward.c's. No communication here; no optimizer. */
 #include "tdm-replica-private.h"
 #include "tdm-error.h"
 #include "tdm-conv-columns.h"

@@ -42,7 +42,7 @@ split_k_chunks(TdmBackendCuda *cb, int m, int n, int k)
  * CUBLAS_COMPUTE_32F_FAST_16BF, which may round them to bfloat16 as it loads its tiles
  * (on the H200 it picked its tf32 kernels for these shapes, ncu 2026-12-03). The
  * convolutions' columns, their weights and output gradients are stored as bfloat16
- * for their forward and weight-gradient products (gemm_bf16, tdm-replica-pass.c), so
+ * for their forward and weight-gradient products (gemm_bf16, tdm-replica-conv.c), so
  * those read half the bytes; the master weights, the activations the BN and pooling
  * kernels read, the optimizer state and the BN statistics all stay float32. TF32 goes
  * through the handle's math mode instead; tdm_k_gemm_small's tiny products stay
