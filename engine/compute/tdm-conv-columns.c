@@ -32,6 +32,23 @@ tdm_conv_budget_beyond(guint64 least, guint64 reserved)
 }
 
 size_t
+tdm_conv_chunk_bytes(void)
+{
+  static gsize bytes;
+  if (g_once_init_enter(&bytes)) {
+    const char *mib = g_getenv("TANDEM_CONV_CHUNK_MIB");
+    guint64 m = 64;
+    if (mib != NULL && !g_ascii_string_to_unsigned(mib, 10, 1, 4096, &m, NULL)) {
+      g_warning("TANDEM_CONV_CHUNK_MIB: '%s' is not a number of mebibytes from 1 to 4096; "
+                "64 is used", mib);
+      m = 64;
+    }
+    g_once_init_leave(&bytes, (gsize)m << 20);
+  }
+  return bytes;
+}
+
+size_t
 tdm_conv_columns_bound(TdmBackendKind kind)
 {
   return kind == TDM_BACKEND_CUDA ? TDM_CONV_CHUNK_BYTES : 0;

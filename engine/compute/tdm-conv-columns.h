@@ -21,8 +21,10 @@
 G_BEGIN_DECLS
 
 /* The most bytes of columns (bf16 or float32, as the call builds them) a GPU's chunk
- * holds. */
-#define TDM_CONV_CHUNK_BYTES ((size_t)64 << 20)
+ * holds: 64 MiB, or TANDEM_CONV_CHUNK_MIB mebibytes (1 to 4096; read once) for
+ * benchmarks that weigh a chunk's size against the GPU's L2 cache. */
+#define TDM_CONV_CHUNK_BYTES (tdm_conv_chunk_bytes())
+size_t tdm_conv_chunk_bytes (void);
 
 /* The bound on a chunk's columns on a backend of this kind: TDM_CONV_CHUNK_BYTES on a
  * GPU, 0 (the whole batch at once) on the CPU. */
