@@ -18,6 +18,7 @@
 #include "bn-value.cuh"
 
 #include <cuda_bf16.h>
+#include <limits.h>
 
 /* im2col, the common case: rows (img, oy, ox) on threadIdx.y and blocks, a row's
  * vectors of V floats on threadIdx.x. Each vector's (ky, kx, channel) comes from a
@@ -201,6 +202,12 @@ tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const float *mean,
                      int n, int h, int w, int c, int kh, int kw, int pad, int stride,
                      cudaStream_t stream)
 {
+  /* A 1×1 stride-1 unpadded gather is the input itself, normalized: the bn forward's
+   * pass writes it with the same bits (bn_train_affine, bn_affine_output, one rounding)
+   * at the memory's rate, where the table kernel's div/mod and 8-byte accesses do not. */
+  if (kh == 1 && kw == 1 && pad == 0 && stride == 1 && (size_t)n * h * w <= INT_MAX)
+    return tdm_k_bn_forward_bf16(col, x, x16, mean, invstd, gamma, beta, NULL, false,
+                                 n * h * w, c, relu, stream);
   BnGather bn = {mean, invstd, gamma, beta, relu};
   if (x16)
     return im2col_launch<uint16_t, true>(col, (const uint16_t *)x, n, h, w, c, kh, kw, pad,
