@@ -8,8 +8,8 @@
  * and a CPU replica told to build its columns in small chunks, whose training step
  * gives the whole batch's gradients within the rounding of the weight gradients' sums,
  * the same bits twice, in fp32 and bf16, its workspace grown to the chunks' bytes
- * alone. The CUDA side (every candidate against the CPU, chunked) is
- * tests/gpu/test-cuda-conv.c's. */
+ * alone; and TANDEM_CONV_CHUNK_MIB, the benchmarks' bound. The CUDA side (every
+ * candidate against the CPU, chunked) is tests/gpu/test-cuda-conv.c's. */
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"
@@ -39,6 +39,43 @@ test_chunk_samples(void)
   g_assert_cmpint(tdm_conv_chunk_samples(0, MIB, 64 * MIB), ==, 1);
   g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA), ==, 64 * MIB);
   g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CPU), ==, 0);
+}
+
+/* TANDEM_CONV_CHUNK_MIB sets a GPU chunk's bound in mebibytes, 1 to 4096; anything else
+ * is named in a warning and the 64 MiB kept. The variable is read once a process: each
+ * value in a subprocess of its own, which inherits it (and no G_DEBUG; its warnings
+ * not fatal) and prints the bound it reads; this process's own are put back after. */
+static void
+test_chunk_mib(void)
+{
+  if (g_test_subprocess()) {
+    g_log_set_always_fatal(G_LOG_FATAL_MASK); /* the warning is what is tested */
+    g_print("bound %zu\n", tdm_conv_columns_bound(TDM_BACKEND_CUDA));
+    return;
+  }
+  const struct {
+    const char *value;
+    size_t mib;
+    gboolean warned;
+  } cases[] = {{"16", 16, FALSE}, {"1", 1, FALSE},    {"4096", 4096, FALSE},
+               {"0", 64, TRUE},   {"4097", 64, TRUE}, {"16 MiB", 64, TRUE},
+               {"", 64, TRUE},    {"-8", 64, TRUE}};
+  g_autofree char *debug = g_strdup(g_getenv("G_DEBUG"));
+  g_unsetenv("G_DEBUG");
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_setenv("TANDEM_CONV_CHUNK_MIB", cases[i].value, TRUE);
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_passed();
+    g_autofree char *want = g_strdup_printf("*bound %zu*", cases[i].mib * MIB);
+    g_test_trap_assert_stdout(want);
+    if (cases[i].warned)
+      g_test_trap_assert_stderr("*TANDEM_CONV_CHUNK_MIB*not a number of mebibytes*");
+    else
+      g_test_trap_assert_stderr_unmatched("*TANDEM_CONV_CHUNK_MIB*");
+  }
+  g_unsetenv("TANDEM_CONV_CHUNK_MIB");
+  if (debug != NULL)
+    g_setenv("G_DEBUG", debug, TRUE);
 }
 
 /* Even chunks (a cuDNN plan is built per batch size): the batch covered once, in order,
@@ -378,6 +415,7 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/conv-columns/chunk-samples", test_chunk_samples);
+  g_test_add_func("/conv-columns/chunk-mib", test_chunk_mib);
   g_test_add_func("/conv-columns/even-chunks", test_even_chunks);
   g_test_add_func("/conv-columns/bytes", test_bytes);
   g_test_add_func("/conv-columns/plan", test_plan);
