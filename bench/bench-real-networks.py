@@ -49,7 +49,8 @@ WORK/real-networks.json), each process's output in WORK/logs. On the lent GPU ma
 from the repository root after tools/gpu-prepare (which copies this and its modules
 into .gpu/):
     bash .gpu/gpu-run real                  # REAL="--rows r18-32,tv50-224 --no-compile"
-or directly (without gpu-run's library paths and Fashion-MNIST in place):
+or directly (without gpu-run's library paths and Fashion-MNIST in place; the programs
+unpacked first, G=$PWD/.gpu . .gpu/gpu-unpack):
     python3 .gpu/bench-real-networks.py --tandem .gpu/bin/tandem-train --json $OUT/real.json
 A CPU smoke test (no GPU; a PyTorch without torch.compile says so in its rows):
     /usr/bin/python3 bench/bench-real-networks.py --device cpu --rows none --no-preset \
