@@ -108,36 +108,98 @@ tdm_k_maxpool_forward_bf16(uint16_t *y, int32_t *argmax, const void *x, bool x16
   return tdm_k_launched();
 }
 
-/* One thread per dx element: its window's gradient where the window chose it, else
- * zero (pixels past the last whole window too). */
-template <typename DX, typename DY>
-__global__ void
-maxpool_backward_bf16_kernel(DX *dx, const DY *dy, const int32_t *argmax, uint32_t total, int h,
-                             int w, int c, int k, int ph, int pw)
+/* V channels of a pixel's gradient, all zero (a pixel past the last whole window). */
+template <int V, typename DX>
+__device__ __forceinline__ void
+zero_pixel(DX *dx)
 {
-  for (uint32_t e = tdm_k_grid_start<uint32_t>(); e < total;
-       e += tdm_k_grid_stride<uint32_t>()) {
-    TdmKNhwc<uint32_t> at = tdm_k_nhwc(e, c, w, h);
-    int oy = at.y / k, ox = at.x / k;
-    float g = 0.0f;
-    if (oy < ph && ox < pw) {
-      uint32_t out = ((at.img * ph + oy) * pw + ox) * c + at.ch;
-      if ((uint32_t)argmax[out] == e)
-        g = tdm_k_load1(dy + out);
-    }
-    tdm_k_store1(dx + e, g);
+  float z[V];
+  for (int j = 0; j < V; j++)
+    z[j] = 0.0f;
+  tdm_k_vec<V>::store(dx, z);
+}
+
+/* One thread per window and V channels, channels fastest: it reads the window's dy and
+ * argmax once and writes its k × k pixels' gradients — dy where the window chose the
+ * pixel (argmax holds the input's flat index), else zero — as V-channel vectors; a
+ * window in the last whole row or column of windows also zeroes the pixels past it
+ * (h or w not a multiple of k), so every dx pixel is written once. The values are
+ * those of one thread per dx element, each rounded once where dx is bf16. */
+template <int V, typename DX, typename DY>
+__global__ void
+maxpool_backward_bf16_kernel(DX *dx, const DY *dy, const int32_t *argmax, uint32_t windows,
+                             int h, int w, int c, int k, int ph, int pw)
+{
+  int cv = c / V;
+  for (uint32_t t = tdm_k_grid_start<uint32_t>(); t < windows;
+       t += tdm_k_grid_stride<uint32_t>()) {
+    int ch = (int)(t % (uint32_t)cv) * V;
+    uint32_t rest = t / (uint32_t)cv;
+    int ox = (int)(rest % (uint32_t)pw);
+    rest /= (uint32_t)pw;
+    int oy = (int)(rest % (uint32_t)ph);
+    uint32_t img = rest / (uint32_t)ph;
+    uint32_t out = ((img * ph + oy) * pw + ox) * c + ch;
+    float g[V];
+    int32_t at[V];
+    tdm_k_vec<V>::load(g, dy + out);
+    tdm_k_vec<V>::load(at, argmax + out);
+    uint32_t row0 = img * h;
+    for (int ky = 0; ky < k; ky++)
+      for (int kx = 0; kx < k; kx++) {
+        uint32_t e = ((row0 + oy * k + ky) * w + ox * k + kx) * c + ch;
+        float v[V];
+        for (int j = 0; j < V; j++)
+          v[j] = (uint32_t)at[j] == e + j ? g[j] : 0.0f;
+        tdm_k_vec<V>::store(dx + e, v);
+      }
+    /* The pixels right of the last column of windows (beside this window's rows), and
+     * below the last row (under this window's columns, and the corner past both). */
+    if (ox == pw - 1)
+      for (int y = oy * k; y < oy * k + k; y++)
+        for (int x = pw * k; x < w; x++)
+          zero_pixel<V>(dx + ((row0 + y) * w + x) * c + ch);
+    if (oy == ph - 1)
+      for (int y = ph * k; y < h; y++)
+        for (int x = ox * k; x < (ox == pw - 1 ? w : ox * k + k); x++)
+          zero_pixel<V>(dx + ((row0 + y) * w + x) * c + ch);
   }
 }
 
-template <typename DX, typename DY>
+template <int V, typename DX, typename DY>
 static void
 maxpool_backward_bf16_launch(DX *dx, const DY *dy, const int32_t *argmax, int n, int h, int w,
                              int c, int k, cudaStream_t stream)
 {
-  size_t total = (size_t)n * h * w * c;
-  maxpool_backward_bf16_kernel<DX, DY>
-      <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-          dx, dy, argmax, (uint32_t)total, h, w, c, k, h / k, w / k);
+  int ph = h / k, pw = w / k;
+  size_t windows = (size_t)n * ph * pw * (c / V);
+  maxpool_backward_bf16_kernel<V, DX, DY>
+      <<<tdm_k_blocks(windows, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+          dx, dy, argmax, (uint32_t)windows, h, w, c, k, ph, pw);
+}
+
+/* The widest V that the channels and every pointer allow (16-byte vectors at most a
+ * tensor's V values, argmax's included). */
+template <typename DX, typename DY>
+static cudaError_t
+maxpool_backward_bf16_vec(DX *dx, const DY *dy, const int32_t *argmax, int n, int h, int w,
+                          int c, int k, cudaStream_t stream)
+{
+  if (h / k <= 0 || w / k <= 0) {
+    /* No whole window: every pixel's gradient is zero (+0: all bits clear). */
+    return cudaMemsetAsync(dx, 0, (size_t)n * h * w * c * sizeof(DX), stream);
+  }
+  auto fits = [&](int v) {
+    return c % v == 0 && aligned_to(dx, v * sizeof(DX)) && aligned_to(dy, v * sizeof(DY)) &&
+           aligned_to(argmax, v * sizeof(int32_t));
+  };
+  if (fits(8))
+    maxpool_backward_bf16_launch<8>(dx, dy, argmax, n, h, w, c, k, stream);
+  else if (fits(4))
+    maxpool_backward_bf16_launch<4>(dx, dy, argmax, n, h, w, c, k, stream);
+  else
+    maxpool_backward_bf16_launch<1>(dx, dy, argmax, n, h, w, c, k, stream);
+  return tdm_k_launched();
 }
 
 extern "C" cudaError_t
@@ -150,15 +212,14 @@ tdm_k_maxpool_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16,
   if (n <= 0 || h <= 0 || w <= 0 || c <= 0)
     return cudaSuccess;
   if (dx16 && dy16)
-    maxpool_backward_bf16_launch((uint16_t *)dx, (const uint16_t *)dy, argmax, n, h, w, c, k,
-                                 stream);
-  else if (dx16)
-    maxpool_backward_bf16_launch((uint16_t *)dx, (const float *)dy, argmax, n, h, w, c, k,
-                                 stream);
-  else if (dy16)
-    maxpool_backward_bf16_launch((float *)dx, (const uint16_t *)dy, argmax, n, h, w, c, k,
-                                 stream);
-  else
-    maxpool_backward_bf16_launch((float *)dx, (const float *)dy, argmax, n, h, w, c, k, stream);
-  return tdm_k_launched();
+    return maxpool_backward_bf16_vec((uint16_t *)dx, (const uint16_t *)dy, argmax, n, h, w, c,
+                                     k, stream);
+  if (dx16)
+    return maxpool_backward_bf16_vec((uint16_t *)dx, (const float *)dy, argmax, n, h, w, c, k,
+                                     stream);
+  if (dy16)
+    return maxpool_backward_bf16_vec((float *)dx, (const uint16_t *)dy, argmax, n, h, w, c, k,
+                                     stream);
+  return maxpool_backward_bf16_vec((float *)dx, (const float *)dy, argmax, n, h, w, c, k,
+                                   stream);
 }

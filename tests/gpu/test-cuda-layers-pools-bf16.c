@@ -136,6 +136,12 @@ backward_case(int n, int h, int w, int c, int k, TdmDtype dy_type, TdmDtype dx_t
   tdm_backend_maxpool_forward(gpu, y, arg, dx, NULL, false, n, h, w, c, k);
   size_t size = tdm_dtype_size(dx_type);
   void *got = on(NULL, count * size), *want16 = on(NULL, count * 2);
+  {
+    /* Every byte set (a NaN in either type), so that a pixel left unwritten differs. */
+    g_autofree char *ones = g_malloc(count * size);
+    memset(ones, 0xff, count * size);
+    tdm_backend_upload(gpu, got, ones, count * size);
+  }
   float *want = poisoned(count);
   const void *d = dy_type == TDM_DTYPE_BF16 ? (const void *)ddy16 : (const void *)ddy;
   tdm_backend_maxpool_backward_bf16(gpu, got, dx_type, d, dy_type, arg, n, h, w, c, k);
@@ -284,6 +290,8 @@ test_pools_bf16(void)
     TdmDtype dy_type = t & 1 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
     TdmDtype dx_type = t & 2 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
     backward_case(512, 28, 28, 64, 2, dy_type, dx_type);
+    backward_case(64, 7, 7, 256, 2, dy_type, dx_type); /* eight channels a thread, a remainder */
+    backward_case(4, 5, 3, 8, 2, dy_type, dx_type);    /* remainders below, right and both */
     backward_case(3, 9, 11, 17, 2, dy_type, dx_type);
     backward_case(2, 9, 9, 12, 3, dy_type, dx_type);
   }
