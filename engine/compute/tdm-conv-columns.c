@@ -51,7 +51,7 @@ tdm_conv_chunk_bytes(void)
 size_t
 tdm_conv_columns_bound(TdmBackendKind kind)
 {
-  return kind == TDM_BACKEND_CUDA ? TDM_CONV_CHUNK_BYTES : 0;
+  return kind == TDM_BACKEND_CUDA ? tdm_conv_chunk_bytes() : 0;
 }
 
 int
@@ -102,14 +102,14 @@ tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboole
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
   if (bf16) {
     size_t scratch = tdm_conv_engine_reserved_bytes(s, dir, TRUE, dy16_outside);
-    int chunk = tdm_conv_chunk_samples(s->n, pixels * k * 2, TDM_CONV_CHUNK_BYTES);
+    int chunk = tdm_conv_chunk_samples(s->n, pixels * k * 2, tdm_conv_chunk_bytes());
     return scratch + (size_t)chunk * pixels * k * 2;
   }
   gboolean direct = s->kernel == 1 && s->stride == 1 && s->pad == 0;
   gboolean staged = dir == TDM_CONV_FORWARD && y16;
   size_t col_sample = direct ? 0 : pixels * k * sizeof(float);
   size_t stage_sample = staged ? pixels * out_c * sizeof(float) : 0;
-  int chunk = tdm_conv_chunk_samples(s->n, col_sample + stage_sample, TDM_CONV_CHUNK_BYTES);
+  int chunk = tdm_conv_chunk_samples(s->n, col_sample + stage_sample, tdm_conv_chunk_bytes());
   size_t need = (size_t)chunk * col_sample;
   if (staged)
     need = up(need, ENGINE_ALIGN) + (size_t)chunk * stage_sample;

@@ -6,7 +6,7 @@
  * plan counts what the candidates allocate.
  *
  * A GPU builds a convolution's columns a few samples at a time, each chunk's columns no
- * more than TDM_CONV_CHUNK_BYTES (or one sample's, where one sample's are more): the
+ * more than tdm_conv_chunk_bytes() (or one sample's, where one sample's are more): the
  * forward and the input gradient chunk by chunk (each sample's output depends on its
  * own columns only), the weight gradient summed over the chunks in float32, in the
  * chunks' order (the first product written, the next ones added with beta = 1), so two
@@ -23,10 +23,9 @@ G_BEGIN_DECLS
 /* The most bytes of columns (bf16 or float32, as the call builds them) a GPU's chunk
  * holds: 64 MiB, or TANDEM_CONV_CHUNK_MIB mebibytes (1 to 4096; read once) for
  * benchmarks that weigh a chunk's size against the GPU's L2 cache. */
-#define TDM_CONV_CHUNK_BYTES (tdm_conv_chunk_bytes())
 size_t tdm_conv_chunk_bytes (void);
 
-/* The bound on a chunk's columns on a backend of this kind: TDM_CONV_CHUNK_BYTES on a
+/* The bound on a chunk's columns on a backend of this kind: tdm_conv_chunk_bytes() on a
  * GPU, 0 (the whole batch at once) on the CPU. */
 size_t tdm_conv_columns_bound (TdmBackendKind kind);
 

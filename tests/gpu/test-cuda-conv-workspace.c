@@ -164,7 +164,7 @@ test_chunked(void)
       size_t whole = p.rows * p.k * (prec ? 2 : 4);
       gboolean direct = c->kernel == 1 && c->stride == 1 && c->pad == 0;
       if (prec == 1 || !direct)
-        g_assert_cmpuint(whole, >, TDM_CONV_CHUNK_BYTES);
+        g_assert_cmpuint(whole, >, tdm_conv_chunk_bytes());
       check_candidates(&d, &p, what, p.y_ref);
       if (prec == 1) {
         g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(b, &d.a, TDM_CONV_WGRAD);
@@ -343,9 +343,9 @@ test_bn_input_chunks(void)
   for (guint i = 0; i < G_N_ELEMENTS(chunk_cases); i++) {
     const Case *c = &chunk_cases[i];
     size_t in = (size_t)c->n * c->h * c->w * c->c;
-    g_assert_cmpuint(in * 2, >, TDM_CONV_CHUNK_BYTES);
+    g_assert_cmpuint(in * 2, >, tdm_conv_chunk_bytes());
     TdmConvChunks chunks =
-        tdm_conv_even_chunks(c->n, (size_t)c->h * c->w * c->c * 2, TDM_CONV_CHUNK_BYTES);
+        tdm_conv_even_chunks(c->n, (size_t)c->h * c->w * c->c * 2, tdm_conv_chunk_bytes());
     g_autofree char *suffix = g_strdup_printf(":n%d", chunks.size);
     g_autofree uint16_t *x16 = NULL;
     g_autofree float *x = random_bf16_input(in, &x16);

@@ -31,22 +31,6 @@ same_device_bits(const char *what, const void *got, const void *want, size_t byt
   return FALSE;
 }
 
-/* n bf16 values on the device against the host's. */
-static void
-same_host_bits(const char *what, const uint16_t *dev, const uint16_t *host, size_t n)
-{
-  g_autofree uint16_t *out = g_new(uint16_t, n);
-  tdm_backend_download(gpu, out, dev, n * 2);
-  assert_ok(gpu);
-  size_t wrong = 0;
-  for (size_t i = 0; i < n; i++)
-    wrong += out[i] != host[i];
-  if (wrong > 0) {
-    g_test_message("FAILED %s against the CPU: %zu of %zu values differ", what, wrong, n);
-    g_test_fail();
-  }
-}
-
 /* The unfused pair on backend be into want and sums (dgamma, then dbeta). */
 static void
 unfused(TdmBackend *be, uint16_t *want, float *sums, const void *a, TdmDtype a_type,
@@ -127,7 +111,7 @@ start_sums_case(int rows, int c, size_t offset)
         p + 3 * (size_t)c, relu, rows, c, ref_sums, ref_sums + c);
     assert_ok(cpu);
     g_autofree char *wc = g_strdup_printf("%s: dx", what);
-    same_host_bits(wc, got + offset, ref + offset, n);
+    same_bits_cpu(wc, got + offset, ref + offset, n);
     g_autofree char *wcs = g_strdup_printf("%s: sums against the CPU", what);
     check_close(wcs, gsums, ref_sums, 2 * (size_t)c, TOL);
     /* In place over the skip, as the block's start writes its sum. */

@@ -183,6 +183,23 @@ check_bits(const char *what, const uint16_t *dev, const float *ref, size_t n)
   }
 }
 
+/* The GPU's bf16 result against the CPU's (host), bit for bit. */
+static inline void
+same_bits_cpu(const char *what, const uint16_t *dev, const uint16_t *ref, size_t n)
+{
+  g_autofree uint16_t *out = g_new(uint16_t, n);
+  tdm_backend_download(gpu, out, dev, n * 2);
+  assert_ok(gpu);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; i++)
+    wrong += out[i] != ref[i];
+  g_test_message("%s against the CPU: %zu of %zu values differ", what, wrong, n);
+  if (wrong > 0) {
+    g_test_message("FAILED %s against the CPU", what);
+    g_test_fail();
+  }
+}
+
 /* Registers test-cuda-layers-bf16.c's, test-cuda-layers-blocks.c's and
  * test-cuda-layers-bn.c's tests. */
 void test_cuda_layers_add_bf16(void);

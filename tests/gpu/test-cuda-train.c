@@ -58,11 +58,21 @@ static TdmBatchNorm batchnorm = TDM_BATCHNORM_SYNC;
 static gboolean exact = FALSE;
 
 float *
+trained_parameters(TdmConfig *cfg, size_t *count)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  const float *params = tdm_trainer_get_parameters(trainer, count);
+  return g_memdup2(params, *count * sizeof(float));
+}
+
+float *
 train(const char *devices, const char *network, TdmStrategy strategy, long steps,
       TdmPrecision precision, size_t *count)
 {
   g_autoptr(TdmConfig) cfg = synthetic_run(network, devices);
-  g_autoptr(GError) error = NULL;
   cfg->batch = 64;
   cfg->strategy = strategy;
   cfg->precision = precision;
@@ -79,11 +89,7 @@ train(const char *devices, const char *network, TdmStrategy strategy, long steps
     cfg->batch = 200;   /* 13 chunks of 16: 5 + 4 + 4 over three replicas */
     cfg->optimizer = TDM_OPTIMIZER_ADAM;
   }
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
-  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
-  g_assert_no_error(error);
-  const float *params = tdm_trainer_get_parameters(trainer, count);
-  return g_memdup2(params, *count * sizeof(float));
+  return trained_parameters(cfg, count);
 }
 
 static void

@@ -78,6 +78,10 @@ TdmConfig *synthetic_run (const char *network, const char *devices);
  * flips; bn says how replicas normalize. */
 void use_recipe (TdmConfig *cfg, TdmBatchNorm bn);
 
+/* A copy of the parameters after a run of cfg to its end (asserted to succeed); *count
+ * gets their number. */
+float *trained_parameters (TdmConfig *cfg, size_t *count);
+
 /* Parameters after `steps` steps of `network` on `devices` (test-cuda-train.c: the
  * recipe, batch-norm mode and exact mode its tests set); *count gets their number. */
 float *train (const char *devices, const char *network, TdmStrategy strategy, long steps,

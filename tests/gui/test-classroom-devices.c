@@ -249,6 +249,8 @@ check_strategy(guint strategy)
     g_assert_cmpint(seen.predictions_events, ==, 1);
     g_assert_cmpint(tdm_confusion_view_get_classes(confusion), ==, 10);
     g_assert_cmpint(total, ==, seen.test_count);
+    /* The same integer counts divided (the epoch's accuracy is a double): only the
+     * division's rounding, ~1e-16, on any CPU. */
     g_assert_cmpfloat(fabs((double)correct / total - seen.test_accuracy), <, 1e-6);
     g_assert_cmpuint(tdm_prediction_gallery_get_n_items(gallery), >, 0);
     /* Mistakes first: once a right answer shows, no mistake follows. */

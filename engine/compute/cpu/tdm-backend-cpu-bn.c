@@ -347,6 +347,19 @@ bn_sums_rows(double *acc, double *accb, const float *x, const float *dy, const B
                 p->invstd, p->scale, p->shift, relu, channels);
 }
 
+/* The sums' doubles (acc: Σ dy·xhat, then Σ dy) rounded into dgamma and dbeta, and the
+ * scratch freed (acc and p's arrays). */
+static void
+bn_sums_finish(float *dgamma, float *dbeta, double *acc, BnChannels *p, int channels)
+{
+  for (int ch = 0; ch < channels; ch++) {
+    dgamma[ch] = (float)acc[ch];
+    dbeta[ch] = (float)acc[channels + ch];
+  }
+  g_free(acc);
+  g_free(p->mean);
+}
+
 void
 tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void *dy,
                          TdmDtype dy_type, const void *x, TdmDtype x_type, const float *mean,
@@ -367,12 +380,7 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void 
   }
   g_free(dytmp);
   g_free(tmp);
-  for (int ch = 0; ch < channels; ch++) {
-    dgamma[ch] = (float)acc[ch];
-    dbeta[ch] = (float)accb[ch];
-  }
-  g_free(acc);
-  g_free(p.mean);
+  bn_sums_finish(dgamma, dbeta, acc, &p, channels);
 }
 
 /* A residual block's start in backward and the sums of the bn below it in one pass: a
@@ -414,12 +422,7 @@ tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *
   }
   g_free(dytmp);
   g_free(tmp);
-  for (int ch = 0; ch < channels; ch++) {
-    dgamma[ch] = (float)acc[ch];
-    dbeta[ch] = (float)accb[ch];
-  }
-  g_free(acc);
-  g_free(p.mean);
+  bn_sums_finish(dgamma, dbeta, acc, &p, channels);
 }
 
 /* One row of dx. out may be dr (dx == dy): each value is read before it is written at

@@ -10,34 +10,42 @@
 
 #define STREAM(b) tdm_backend_cuda_stream(b)
 
-/* The backend's scratch for the per-channel sums (two doubles a channel, *count in
- * all; its arrival counters beside it), or NULL with the backend failed when channels are more than it holds. */
-static double *
-sum_scratch(TdmBackend *b, const char *op, int channels, size_t *count)
+/* The backend's scratch for the per-channel sums: the partials (two doubles a channel,
+ * count in all) and the arrival counters beside them. */
+typedef struct {
+  double *partials;
+  size_t count;
+  unsigned *counters;
+  size_t counter_count;
+} SumScratch;
+
+/* Begins a sums operation op on the backend's stream and takes its scratch: FALSE (the
+ * backend failed, or failing now when channels are more than the scratch holds) when
+ * nothing is to be enqueued. */
+static gboolean
+sums_begin(TdmBackend *b, const char *op, int channels, SumScratch *s)
 {
-  double *partials = tdm_backend_cuda_sum_scratch(b, count);
-  if (G_UNLIKELY(2 * (size_t)channels > *count)) {
+  if (!tdm_cuda_begin(b))
+    return FALSE;
+  s->partials = tdm_backend_cuda_sum_scratch(b, &s->count);
+  if (G_UNLIKELY(2 * (size_t)channels > s->count)) {
     tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, "%s: %d channels, at most %zu", op, channels,
-                     *count / 2);
-    return NULL;
+                     s->count / 2);
+    return FALSE;
   }
-  return partials;
+  s->counters = tdm_backend_cuda_sum_counters(b, &s->counter_count);
+  return TRUE;
 }
 
 void
 tdm_cuda_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_type, int rows,
                     int channels, int slot, int slot_count)
 {
-  if (!tdm_cuda_begin(b))
+  SumScratch t;
+  if (!sums_begin(b, "bn_moments", channels, &t))
     return;
-  size_t count = 0;
-  double *partials = sum_scratch(b, "bn_moments", channels, &count);
-  if (partials == NULL)
-    return;
-  size_t counter_count = 0;
-  unsigned *counters = tdm_backend_cuda_sum_counters(b, &counter_count);
   TDM_CUDA_OK(b, tdm_k_bn_moments(slots, x, x_type == TDM_DTYPE_BF16, rows, channels, slot,
-                                  slot_count, partials, count, counters, counter_count,
+                                  slot_count, t.partials, t.count, t.counters, t.counter_count,
                                   STREAM(b)));
 }
 
@@ -125,18 +133,13 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void
                           const float *invstd, const float *gamma, const float *beta, bool relu,
                           int rows, int channels)
 {
-  if (!tdm_cuda_begin(b))
+  SumScratch t;
+  if (!sums_begin(b, "bn_backward_sums", channels, &t))
     return;
-  size_t count = 0;
-  double *partials = sum_scratch(b, "bn_backward_sums", channels, &count);
-  if (partials == NULL)
-    return;
-  size_t counter_count = 0;
-  unsigned *counters = tdm_backend_cuda_sum_counters(b, &counter_count);
   TDM_CUDA_OK(b, tdm_k_bn_backward_sums(dgamma, dbeta, dy, dy_type == TDM_DTYPE_BF16, x,
                                         x_type == TDM_DTYPE_BF16, mean, invstd, gamma, beta,
-                                        relu, rows, channels, partials, count, counters,
-                                        counter_count, STREAM(b)));
+                                        relu, rows, channels, t.partials, t.count,
+                                        t.counters, t.counter_count, STREAM(b)));
 }
 
 void
@@ -147,18 +150,13 @@ tdm_cuda_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void 
                                         const float *gamma, const float *beta, bool relu,
                                         int rows, int channels, float *dgamma, float *dbeta)
 {
-  if (!tdm_cuda_begin(b))
+  SumScratch t;
+  if (!sums_begin(b, "add_relu_backward_bn_sums_bf16", channels, &t))
     return;
-  size_t count = 0;
-  double *partials = sum_scratch(b, "add_relu_backward_bn_sums_bf16", channels, &count);
-  if (partials == NULL)
-    return;
-  size_t counter_count = 0;
-  unsigned *counters = tdm_backend_cuda_sum_counters(b, &counter_count);
   TDM_CUDA_OK(b, tdm_k_add_relu_backward_bn_sums_bf16(
                      dx, a, a_type == TDM_DTYPE_BF16, skip, mask, x, x_type == TDM_DTYPE_BF16,
-                     mean, invstd, gamma, beta, relu, rows, channels, dgamma, dbeta, partials,
-                     count, counters, counter_count, STREAM(b)));
+                     mean, invstd, gamma, beta, relu, rows, channels, dgamma, dbeta, t.partials,
+                     t.count, t.counters, t.counter_count, STREAM(b)));
 }
 
 void

@@ -26,7 +26,7 @@ tdm_conv_cudnn_chunks(const TdmConvShape *s, TdmConvDirection dir, gboolean writ
   if (!chunked)
     return tdm_conv_even_chunks(s->n, 0, 0);
   size_t sample = (size_t)s->h * s->w * (pad_c > 0 ? pad_c : s->c) * sizeof(uint16_t);
-  return tdm_conv_even_chunks(s->n, sample, TDM_CONV_CHUNK_BYTES);
+  return tdm_conv_even_chunks(s->n, sample, tdm_conv_chunk_bytes());
 }
 
 /* Scratch taken as take() takes it: each piece from the next aligned byte. */

@@ -19,7 +19,7 @@
  *   widened first) whose input the engine writes itself (normalized by the bn before,
  *   converted to bf16, padded) run in even chunks of at most M samples
  *   (tdm-backend-cuda-conv-chunks.h), each
- *   chunk's copy of the input at most TDM_CONV_CHUNK_BYTES, by a plan built for M
+ *   chunk's copy of the input at most tdm_conv_chunk_bytes(), by a plan built for M
  *   samples and, where the chunks are of two sizes, one of the same engine for M − 1
  *   (tdm-backend-cuda-conv-name.h spells the names);
  * - "cudnn-fused:eE:rR:f" / ":h": a bf16 forward whose input the bn before normalizes
