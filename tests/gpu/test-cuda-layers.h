@@ -88,6 +88,16 @@ poisoned(size_t n)
   return poisoned_b(gpu, n);
 }
 
+/* A device buffer of `bytes` with every byte set (NaN as float32 and as bf16, where
+ * poisoned()'s float NaN holds bf16 zeros in its low halves). */
+static inline void *
+poisoned_bytes(size_t bytes)
+{
+  g_autofree unsigned char *ones = g_malloc(bytes);
+  memset(ones, 0xff, bytes);
+  return on(ones, bytes);
+}
+
 static inline void
 release(void *d)
 {
