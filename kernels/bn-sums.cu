@@ -244,12 +244,15 @@ bn_sums_flush(double *a0, double *a1, float *f0, float *f1, int *rows, bool alwa
 
 /* Rows whose loads a thread issues before it adds any of them: about 128 bytes of x
  * for the moments (eight rows of eight bf16 channels: at 524288 × 64 on an H100 39.5 µs
- * against 50.0 with four, the read-only pass being short of loads in flight) and 32 of
- * each of x and dy in the backward, within the registers that let two blocks share an
- * SM. The order of the additions does not depend on it: the same bits either way. */
+ * against 50.0 with four, the read-only pass being short of loads in flight), 64 of each
+ * of x and dy in the backward sums (65.2 → 58.9 µs at 524288 × 64, 36.5 → 34.1 at
+ * 131072 × 128) and 32 in the block start's, which reads a third tensor and gained
+ * nothing from 64 — within the registers that let two blocks share an SM. The order of
+ * the additions does not depend on it: the same bits either way. */
 template <int MODE, int V, typename X>
 struct BnBatch {
-  static constexpr int raw = (MODE == SUM_SHIFTED ? 128 : 32) / (V * (int)sizeof(X));
+  static constexpr int raw =
+      (MODE == SUM_SHIFTED ? 128 : (MODE & SUM_START) ? 32 : 64) / (V * (int)sizeof(X));
   static constexpr int rows = raw < 1 ? 1 : raw > 8 ? 8 : raw;
 };
 
