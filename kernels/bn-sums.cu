@@ -31,8 +31,8 @@
  * same values give the same bits) of every rl-th row: the ct threads of a tile's row
  * read it contiguously, one 16-byte load for eight bf16 channels (two for float32),
  * and a thread issues a batch of rows' loads before it adds them. Each thread adds
- * its rows in order in double; the block then adds its row lanes in order into the
- * group's partial. The finish is folded in: a group that has written its partial
+ * its rows in order, in float runs of BN_FLOAT_RUN rows that it adds in double; the
+ * block then adds its row lanes in order into the group's partial. The finish is folded in: a group that has written its partial
  * counts itself in its set of BN_SET groups (an atomic counter per tile and set,
  * reset by the last); the last of a set adds the set's partials in group order, and
  * the last set of a tile adds the sets' sums in order and finishes the tile's
@@ -196,41 +196,68 @@ bn_arrive_last(unsigned *counter, unsigned expected)
   return last;
 }
 
-/* One row's V values into the thread's sums (its order: rows ascending). */
+/* Rows a thread adds in float before it adds their sum into its double sums. Double
+ * additions and float-to-double conversions go at a quarter of float's rate or less on
+ * an H100: one of each a value kept these passes short of their reads' speed. A run of
+ * 16 rows in float costs about 16 · 2⁻²⁴ of the run's magnitude, far below bf16's
+ * rounding. Counted in rows, not in load batches: the same bits whatever a batch holds
+ * (bf16 or float32 x, the block start's pass or the plain one). */
+#define BN_FLOAT_RUN 16
+
+/* One row's V values into the thread's float run (its order: rows ascending). */
 template <int MODE, int V>
 __device__ __forceinline__ void
-bn_sums_row(double *a0, double *a1, const float *v, float *g, const float *k, const float *m,
+bn_sums_row(float *f0, float *f1, const float *v, float *g, const float *k, const float *m,
             const float *is, const float *scale, const float *shift)
 {
   for (int j = 0; j < V; j++) {
     if (MODE == SUM_SHIFTED) {
-      double d = (double)v[j] - (double)k[j];
-      a0[j] += d;
-      a1[j] += d * d;
+      float d = v[j] - k[j];
+      f0[j] += d;
+      f1[j] = fmaf(d, d, f1[j]);
     } else {
       if (MODE == SUM_BACKWARD_RELU &&
           !(bn_affine_output(v[j], scale[j], shift[j], false) > 0.0f))
         g[j] = 0.0f;
       float xhat = (v[j] - m[j]) * is[j];
-      a0[j] += (double)g[j] * xhat;
-      a1[j] += g[j];
+      f0[j] = fmaf(g[j], xhat, f0[j]);
+      f1[j] += g[j];
     }
   }
 }
 
+/* The float run into the double sums, once `rows` reach BN_FLOAT_RUN (or always, at
+ * the end). */
+template <int V>
+__device__ __forceinline__ void
+bn_sums_flush(double *a0, double *a1, float *f0, float *f1, int *rows, bool always)
+{
+  if (!always && *rows < BN_FLOAT_RUN)
+    return;
+  for (int j = 0; j < V; j++) {
+    a0[j] += (double)f0[j];
+    a1[j] += (double)f1[j];
+    f0[j] = f1[j] = 0.0f;
+  }
+  *rows = 0;
+}
+
 /* Rows whose loads a thread issues before it adds any of them: about 128 bytes of x
  * for the moments (eight rows of eight bf16 channels: at 524288 × 64 on an H100 39.5 µs
- * against 50.0 with four, the read-only pass being short of loads in flight) and 32 of
- * each of x and dy in the backward, within the registers that let two blocks share an
- * SM. The order of the additions does not depend on it: the same bits either way. */
+ * against 50.0 with four, the read-only pass being short of loads in flight), 64 of each
+ * of x and dy in the backward sums (65.2 → 58.9 µs at 524288 × 64, 36.5 → 34.1 at
+ * 131072 × 128) and 32 in the block start's, which reads a third tensor and gained
+ * nothing from 64 — within the registers that let two blocks share an SM. The order of
+ * the additions does not depend on it: the same bits either way. */
 template <int MODE, int V, typename X>
 struct BnBatch {
-  static constexpr int raw = (MODE == SUM_SHIFTED ? 128 : 32) / (V * (int)sizeof(X));
+  static constexpr int raw =
+      (MODE == SUM_SHIFTED ? 128 : (MODE & SUM_START) ? 32 : 64) / (V * (int)sizeof(X));
   static constexpr int rows = raw < 1 ? 1 : raw > 8 ? 8 : raw;
 };
 
 template <int MODE, int V, typename X, typename D>
-__global__ void __launch_bounds__(BN_THREADS)
+__global__ void __launch_bounds__(BN_THREADS, 2)
 bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
 {
   __shared__ double sh[BN_THREADS * 2 * V];
@@ -240,8 +267,12 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
   int ch = ch0 + cl * V; /* the thread's first channel; channels % V == 0 */
   int C = a.channels;
   double a0[V], a1[V];
-  for (int j = 0; j < V; j++)
+  float f0[V], f1[V];
+  int run = 0;
+  for (int j = 0; j < V; j++) {
     a0[j] = a1[j] = 0.0;
+    f0[j] = f1[j] = 0.0f;
+  }
   if (ch < C && lane < s.rl) {
     float k[V], m[V], is[V], scale[V], shift[V];
     if (MODE == SUM_SHIFTED)
@@ -254,6 +285,7 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
           bn_train_affine(ch + j, a.mean, a.invstd, a.gamma, a.beta, &scale[j], &shift[j]);
       }
     const int B = BnBatch<MODE, V, X>::rows;
+    static_assert(BN_FLOAT_RUN % B == 0, "a float run ends where a load batch ends");
     size_t step = (size_t)gridDim.x * s.rl * C;
     size_t at = ((size_t)group * s.rl + lane) * C + ch, end = (size_t)a.rows * C;
     /* Whole batches: every load first, then the additions in row order. */
@@ -270,8 +302,10 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
       for (int r = 0; r < B; r++) {
         float v[V];
         xr[r].get(v);
-        bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, gs[r], k, m, is, scale, shift);
+        bn_sums_row<SUM_BASE(MODE), V>(f0, f1, v, gs[r], k, m, is, scale, shift);
       }
+      run += B;
+      bn_sums_flush<V>(a0, a1, f0, f1, &run, false);
     }
     for (; !(MODE & SUM_START) && at + (B - 1) * step < end; at += B * step) {
       BnRow<V, X> xr[B];
@@ -288,8 +322,10 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
         xr[r].get(v);
         if (MODE != SUM_SHIFTED)
           dr[r].get(g);
-        bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, g, k, m, is, scale, shift);
+        bn_sums_row<SUM_BASE(MODE), V>(f0, f1, v, g, k, m, is, scale, shift);
       }
+      run += B;
+      bn_sums_flush<V>(a0, a1, f0, f1, &run, false);
     }
     for (; at < end; at += step) {
       float v[V], g[V];
@@ -298,8 +334,11 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
         bn_start_row<V>(g, a, at);
       else if (MODE != SUM_SHIFTED)
         bn_load_row<V>(g, a.dy + at, a.aligned);
-      bn_sums_row<SUM_BASE(MODE), V>(a0, a1, v, g, k, m, is, scale, shift);
+      bn_sums_row<SUM_BASE(MODE), V>(f0, f1, v, g, k, m, is, scale, shift);
+      run++;
+      bn_sums_flush<V>(a0, a1, f0, f1, &run, false);
     }
+    bn_sums_flush<V>(a0, a1, f0, f1, &run, true);
   }
   /* The row lanes in order. sh[lane][i], i = which · span + j · ct + cl for the
    * thread's channel j (so that a warp's stores fall in distinct banks). */
