@@ -13,45 +13,63 @@ up(size_t v, size_t to)
   return (v + to - 1) / to * to;
 }
 
+/* The least slack of a budget, whatever the chunks: what cuDNN's plans may ask beyond
+ * the least-needing candidate. */
 #define BUDGET_SLACK ((guint64)64 << 20)
+/* A GPU chunk's bound in a bf16 run and in a float32 or tf32 one (tdm-conv-columns.h). */
+#define CHUNK_BF16 ((size_t)64 << 20)
+#define CHUNK_FLOAT ((size_t)256 << 20)
 
 guint64
-tdm_conv_budget(guint64 least)
+tdm_conv_budget(guint64 least, TdmPrecision precision)
 {
+  guint64 slack = MAX(BUDGET_SLACK, (guint64)tdm_conv_chunk_bytes(precision));
   guint64 twice = least > G_MAXUINT64 / 2 ? G_MAXUINT64 : 2 * least;
-  guint64 slack = least > G_MAXUINT64 - BUDGET_SLACK ? G_MAXUINT64 : least + BUDGET_SLACK;
-  return MAX(twice, slack);
+  guint64 more = least > G_MAXUINT64 - slack ? G_MAXUINT64 : least + slack;
+  return MAX(twice, more);
 }
 
 guint64
-tdm_conv_budget_beyond(guint64 least, guint64 reserved)
+tdm_conv_budget_beyond(guint64 least, guint64 reserved, TdmPrecision precision)
 {
   reserved = MIN(reserved, least);
-  guint64 own = tdm_conv_budget(least - reserved);
+  guint64 own = tdm_conv_budget(least - reserved, precision);
   return own > G_MAXUINT64 - reserved ? G_MAXUINT64 : reserved + own;
 }
 
-size_t
-tdm_conv_chunk_bytes(void)
+/* TANDEM_CONV_CHUNK_MIB's bytes, 0 where it is not set. */
+static size_t
+chunk_bytes_set(void)
 {
   static gsize bytes;
   if (g_once_init_enter(&bytes)) {
     const char *mib = g_getenv("TANDEM_CONV_CHUNK_MIB");
-    guint64 m = 64;
+    guint64 m = 0;
     if (mib != NULL && !g_ascii_string_to_unsigned(mib, 10, 1, 4096, &m, NULL)) {
       g_warning("TANDEM_CONV_CHUNK_MIB: '%s' is not a number of mebibytes from 1 to 4096; "
-                "64 is used", mib);
-      m = 64;
+                "the precision's own bound is used",
+                mib);
+      m = 0;
     }
-    g_once_init_leave(&bytes, (gsize)m << 20);
+    /* g_once_init_leave() takes no 0: one more than the bytes. */
+    g_once_init_leave(&bytes, ((gsize)m << 20) + 1);
   }
-  return bytes;
+  return bytes - 1;
 }
 
 size_t
-tdm_conv_columns_bound(TdmBackendKind kind)
+tdm_conv_chunk_bytes(TdmPrecision precision)
 {
-  return kind == TDM_BACKEND_CUDA ? tdm_conv_chunk_bytes() : 0;
+  size_t set = chunk_bytes_set();
+  if (set > 0)
+    return set;
+  return precision == TDM_PRECISION_BF16 ? CHUNK_BF16 : CHUNK_FLOAT;
+}
+
+size_t
+tdm_conv_columns_bound(TdmBackendKind kind, TdmPrecision precision)
+{
+  return kind == TDM_BACKEND_CUDA ? tdm_conv_chunk_bytes(precision) : 0;
 }
 
 int
@@ -95,21 +113,22 @@ tdm_conv_engine_reserved_bytes(const TdmConvShape *s, TdmConvDirection dir, gboo
 }
 
 size_t
-tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir, gboolean bf16,
-                             gboolean y16, gboolean dy16_outside)
+tdm_conv_engine_im2col_bytes(const TdmConvShape *s, TdmConvDirection dir,
+                             TdmPrecision precision, gboolean y16, gboolean dy16_outside)
 {
   size_t pixels = (size_t)tdm_conv_out_h(s) * tdm_conv_out_w(s);
   size_t k = (size_t)s->kernel * s->kernel * s->c, out_c = (size_t)s->out_c;
-  if (bf16) {
+  size_t bound = tdm_conv_chunk_bytes(precision);
+  if (precision == TDM_PRECISION_BF16) {
     size_t scratch = tdm_conv_engine_reserved_bytes(s, dir, TRUE, dy16_outside);
-    int chunk = tdm_conv_chunk_samples(s->n, pixels * k * 2, tdm_conv_chunk_bytes());
+    int chunk = tdm_conv_chunk_samples(s->n, pixels * k * 2, bound);
     return scratch + (size_t)chunk * pixels * k * 2;
   }
   gboolean direct = s->kernel == 1 && s->stride == 1 && s->pad == 0;
   gboolean staged = dir == TDM_CONV_FORWARD && y16;
   size_t col_sample = direct ? 0 : pixels * k * sizeof(float);
   size_t stage_sample = staged ? pixels * out_c * sizeof(float) : 0;
-  int chunk = tdm_conv_chunk_samples(s->n, col_sample + stage_sample, tdm_conv_chunk_bytes());
+  int chunk = tdm_conv_chunk_samples(s->n, col_sample + stage_sample, bound);
   size_t need = (size_t)chunk * col_sample;
   if (staged)
     need = up(need, ENGINE_ALIGN) + (size_t)chunk * stage_sample;

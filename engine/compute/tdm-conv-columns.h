@@ -6,7 +6,8 @@
  * plan counts what the candidates allocate.
  *
  * A GPU builds a convolution's columns a few samples at a time, each chunk's columns no
- * more than tdm_conv_chunk_bytes() (or one sample's, where one sample's are more): the
+ * more than tdm_conv_chunk_bytes() of the run's precision (or one sample's, where one
+ * sample's are more): the
  * forward and the input gradient chunk by chunk (each sample's output depends on its
  * own columns only), the weight gradient summed over the chunks in float32, in the
  * chunks' order (the first product written, the next ones added with beta = 1), so two
@@ -21,13 +22,18 @@
 G_BEGIN_DECLS
 
 /* The most bytes of columns (bf16 or float32, as the call builds them) a GPU's chunk
- * holds: 64 MiB, or TANDEM_CONV_CHUNK_MIB mebibytes (1 to 4096; read once) for
- * benchmarks that weigh a chunk's size against the GPU's L2 cache. */
-size_t tdm_conv_chunk_bytes (void);
+ * holds in a run of this precision: 64 MiB in a bf16 run, whatever the columns' type
+ * (its stem's float32 columns too: the memory plan of the ResNets it is for is tight,
+ * and larger chunks bought them little), 256 MiB in a float32 or tf32 run (a chunk is
+ * one im2col and one GEMM each way: the small cnn's 3×3 conv at batch 1024, 231 MB of
+ * float32 columns, ran 9 % slower a step in four chunks than whole). Where
+ * TANDEM_CONV_CHUNK_MIB is set, its mebibytes (1 to 4096; read once) are every
+ * precision's bound, for benchmarks that weigh a chunk's size. */
+size_t tdm_conv_chunk_bytes (TdmPrecision precision);
 
-/* The bound on a chunk's columns on a backend of this kind: tdm_conv_chunk_bytes() on a
- * GPU, 0 (the whole batch at once) on the CPU. */
-size_t tdm_conv_columns_bound (TdmBackendKind kind);
+/* The bound on a chunk's columns on a backend of this kind in a run of this precision:
+ * tdm_conv_chunk_bytes() on a GPU, 0 (the whole batch at once) on the CPU. */
+size_t tdm_conv_columns_bound (TdmBackendKind kind, TdmPrecision precision);
 
 /* The samples of a chunk of a call of n samples whose columns take `sample_bytes` a
  * sample: n where bound is 0 or the whole batch fits it, else as many as fit it, at
@@ -62,20 +68,27 @@ tdm_conv_advanced (const void *p, TdmDtype t, size_t count)
 
 /* The bytes of the workspace the convolution engine's "im2col" candidate takes for a
  * call of shape s and direction dir (its need, from the workspace's start, the
- * workspace aligned to 256 bytes as the device's allocations are), in a bf16 run (bf16
- * columns after the layout's reservations: the output gradient as bf16 in backward, the
- * weights' room) or a float32 one (float32 columns, none for a 1×1 conv of stride 1,
- * and the float32 product staged where a forward writes y16). dy16_outside: a bf16
- * backward whose caller holds the output gradient as bf16 outside the workspace
+ * workspace aligned to 256 bytes as the device's allocations are) in a run of this
+ * precision, a chunk's columns within its tdm_conv_chunk_bytes(): in a bf16 run bf16
+ * columns after the layout's reservations (the output gradient as bf16 in backward, the
+ * weights' room), in a float32 or tf32 one float32 columns (none for a 1×1 conv of
+ * stride 1) and the float32 product staged where a forward writes y16. dy16_outside: a
+ * bf16 backward whose caller holds the output gradient as bf16 outside the workspace
  * (tdm_conv_engine_reserved_bytes()). */
 size_t tdm_conv_engine_im2col_bytes (const TdmConvShape *s, TdmConvDirection dir,
-                                     gboolean bf16, gboolean y16, gboolean dy16_outside);
+                                     TdmPrecision precision, gboolean y16,
+                                     gboolean dy16_outside);
 
-/* The most a convolution engine's candidate may need of the workspace when the least
- * any candidate of the call needs is `least` (tdm-backend-cuda-conv-budget.h): twice
- * that, or that and 64 MiB, whichever is more (cuDNN's plans differ by their own
- * workspace; columns are many times the operands). */
-guint64 tdm_conv_budget (guint64 least);
+/* The most a convolution engine's candidate may need of the workspace, in a run of this
+ * precision, when the least any candidate of the call needs is `least`
+ * (tdm-backend-cuda-conv-budget.h): twice that, or that and a slack, whichever is more
+ * (cuDNN's plans differ by their own workspace; columns are many times the operands).
+ * The slack is the run's tdm_conv_chunk_bytes(), at least 64 MiB: a candidate needing
+ * one chunk of columns more than the least stays eligible (the column way beside a
+ * column-free one: without it, a float32 run's 256-MiB chunks were left out and cuDNN's
+ * float32 engines, 12 times slower on the small cnn, chosen), and a smaller chunk set
+ * for a benchmark leaves cuDNN's plans their 64 MiB. */
+guint64 tdm_conv_budget (guint64 least, TdmPrecision precision);
 
 /* The budget of a call whose every candidate first takes `reserved` bytes of the
  * workspace (the layout's reservations: the output gradient as bf16 in a bf16 backward,
@@ -85,7 +98,7 @@ guint64 tdm_conv_budget (guint64 least);
  * own kernel's sums). reserved is taken as no more than least. The memory plan's column
  * workspace is the most of this over the calls, with each call's column way as least
  * (which is at least the call's least: the budget only grows with it). */
-guint64 tdm_conv_budget_beyond (guint64 least, guint64 reserved);
+guint64 tdm_conv_budget_beyond (guint64 least, guint64 reserved, TdmPrecision precision);
 
 /* The bytes every candidate of a call of shape s and direction dir takes from the
  * workspace's start before its own scratch (tdm_conv_layout()'s reservations): in a

@@ -377,16 +377,16 @@ chunked_call_bound(const TdmConvShape *s, gboolean columns, TdmBackendKind kind,
   gboolean params16 = bf16;
   dy16_outside = dy16_outside && backward && bf16;
   TdmConvComposition how = composition_of(s, columns, bf16, params16, y16, dy16, dy16_outside);
-  size_t most =
-      tdm_conv_replica_bytes(s, &how, backward, need_dx, tdm_conv_columns_bound(kind));
+  size_t most = tdm_conv_replica_bytes(s, &how, backward, need_dx,
+                                       tdm_conv_columns_bound(kind, precision));
   /* Both directions of backward reserve the same (the output gradient, the weights). */
   TdmConvDirection dir = backward ? TDM_CONV_WGRAD : TDM_CONV_FORWARD;
-  most = MAX(most, tdm_conv_engine_im2col_bytes(s, dir, bf16, FALSE, dy16_outside));
+  most = MAX(most, tdm_conv_engine_im2col_bytes(s, dir, precision, FALSE, dy16_outside));
   if (backward && need_dx)
-    most =
-        MAX(most, tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, bf16, FALSE, dy16_outside));
+    most = MAX(most,
+               tdm_conv_engine_im2col_bytes(s, TDM_CONV_DGRAD, precision, FALSE, dy16_outside));
   return (size_t)tdm_conv_budget_beyond(
-      most, tdm_conv_engine_reserved_bytes(s, dir, bf16, dy16_outside));
+      most, tdm_conv_engine_reserved_bytes(s, dir, bf16, dy16_outside), precision);
 }
 
 /* What the bf16 composition of a 1×1 conv of no padding takes of a CPU's workspace
@@ -452,7 +452,7 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
   size_t columns, conv_work;
   widest_scratch(net, kind, precision, stores16, &columns, &conv_work);
   size_t most = MAX(capacity, eval_capacity);
-  if (tdm_conv_columns_bound(kind) == 0) {
+  if (tdm_conv_columns_bound(kind, precision) == 0) {
     /* The whole batch's columns at once; a bf16 1×1 conv's composition beside them
      * (its bf16 output gradient before its bf16 columns: more than its float32 columns
      * where its outputs are more than its inputs); a stem's staged float32 way
@@ -474,7 +474,8 @@ tdm_replica_column_workspace(const TdmNetwork *net, TdmBackendKind kind,
     }
     return need;
   }
-  size_t need = conv_work > 0 ? (size_t)tdm_conv_budget(conv_work * sizeof(float)) : 0;
+  size_t need =
+      conv_work > 0 ? (size_t)tdm_conv_budget(conv_work * sizeof(float), precision) : 0;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
     TdmConvShape s;
@@ -578,7 +579,7 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   size_t per =
       (size_t)tdm_replica_infer_count(net) * tdm_replica_infer_floats(net) * sizeof(float) +
       tdm_replica_infer_argmax_bytes(net) + net->classes * sizeof(float);
-  if (tdm_conv_columns_bound(kind) > 0) {
+  if (tdm_conv_columns_bound(kind, precision) > 0) {
     /* Columns in chunks no longer grow with the evaluation's chunk, which then stays
      * the training's shard (its inference buffers, beyond the training's activations
      * they lie over, are what a larger chunk costs) unless they take no more than the

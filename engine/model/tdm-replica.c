@@ -104,7 +104,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
                           (size_t)capacity * net->in_h * net->in_w * net->in_c * sizeof(float));
   /* Sized by tdm_replica_layer_buffers(), as tdm_replica_plan() sums them for the
    * memory estimate: columns and whole-convolution scratch are one workspace each. */
-  r->columns_bound = tdm_conv_columns_bound(b->kind);
+  r->columns_bound = tdm_conv_columns_bound(b->kind, b->precision);
   r->columns_limit = tdm_replica_column_workspace(net, b->kind, b->precision,
                                                   r->stores_bf16, (size_t)capacity,
                                                   (size_t)eval_capacity);

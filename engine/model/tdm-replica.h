@@ -105,7 +105,8 @@ struct _TdmReplica {
                                  * engine's choices keep within */
   size_t columns_bound;         /* the most bytes of columns a chunk of samples holds
                                  * where the replica composes a conv itself
-                                 * (tdm_conv_columns_bound() of its backend's kind) */
+                                 * (tdm_conv_columns_bound() of its backend's kind
+                                 * and precision) */
   float **infer_acts;           /* [layer_count + 1]: the inference pass's acts, each one
                                  * of the rotating `infer` buffers (tdm-replica-infer.c) */
   void **infer_argmax;          /* [layer_count]: the inference pass's argmax scratch */

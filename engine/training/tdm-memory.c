@@ -15,6 +15,7 @@
 #include "tdm-optimizer.h"
 #include "tdm-replica.h"
 #include "tdm-build-config.h"
+#include "tdm-conv-columns.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -141,13 +142,15 @@ tdm_memory_workspace_plan(const TdmConfig *cfg, const TdmNetwork *net, int repli
   const char *conv = g_getenv("TANDEM_CONV"), *cudnn = g_getenv("TANDEM_CUDNN");
   return g_strdup_printf("net=%s in=%dx%dx%d classes=%d precision=%s exact=%d/%d batch=%d "
                          "accumulate=%d replica=%d/%d shard=%d capacity=%d eval=%d "
-                         "train=%d test=%d freeze=%s conv=%s cudnn=%s bf16-activations=%d",
+                         "train=%d test=%d freeze=%s conv=%s cudnn=%s bf16-activations=%d "
+                         "chunk=%zu",
                          cfg->network, net->in_h, net->in_w, net->in_c, net->classes,
                          tdm_precision_name(cfg->precision), cfg->exact, cfg->exact_chunk,
                          cfg->batch, cfg->accumulate, replica, world,
                          shard_of(cfg, world, replica), capacity, eval, train_count,
                          test_count, freeze, conv != NULL ? conv : "",
-                         cudnn != NULL ? cudnn : "", tdm_replica_bf16_activations());
+                         cudnn != NULL ? cudnn : "", tdm_replica_bf16_activations(),
+                         tdm_conv_chunk_bytes(cfg->precision));
 }
 
 TdmWorkspaceBasis

@@ -7,7 +7,8 @@
  * a 1×1 stride-2 projection's strided gather against cuDNN's whole-input copy, a
  * plan that asks cuDNN for a gigabyte of its own, and cuDNN's forward of a bn's output
  * normalized in chunks of the batch at 64 and 128 px; the budget counted beyond the
- * reservations every candidate of a call holds (the 224-px stem's weight gradient). */
+ * reservations every candidate of a call holds (the 224-px stem's weight gradient); and
+ * a float32 run's, whose slack is its larger chunk (the small cnn's whole columns). */
 #include "tdm-backend-cuda-conv-budget.h"
 
 #define MIB ((guint64)1 << 20)
@@ -37,7 +38,7 @@ reserved(const Shape *s, gboolean backward)
 }
 
 /* "im2col": bf16 columns after the reservations, built a chunk of samples at a time,
- * each chunk's columns at most 64 MiB (one sample's where they are more:
+ * each chunk's columns at most a bf16 run's 64 MiB (one sample's where they are more:
  * tdm-conv-columns.h). */
 static guint64
 im2col_need(const Shape *s, gboolean backward)
@@ -59,7 +60,7 @@ cudnn_need(const Shape *s, gboolean backward, guint64 workspace)
 static guint
 select_held(const guint64 *needs, guint count, guint64 held, gboolean *eligible)
 {
-  guint chosen = tdm_conv_budget_select(needs, count, held, eligible);
+  guint chosen = tdm_conv_budget_select(needs, count, held, TDM_PRECISION_BF16, eligible);
   for (guint i = 0; i < count; i++)
     g_test_message("need %" G_GUINT64_FORMAT " bytes: %s", needs[i],
                    eligible[i] ? "eligible" : "left out");
@@ -121,8 +122,8 @@ test_beyond_reservations(void)
   g_assert_cmpuint(held, ==, (128 * 112 * 112 * 64 * 2 + 64 * 147 * 2 + 255) / 256 * 256);
   guint64 own = 226101760, padded = held + stem.n * stem.h * stem.w * 8 * 2;
   guint64 needs[] = {own, im2col_need(&stem, TRUE), padded};
-  g_assert_cmpuint(tdm_conv_budget_beyond(own, held), ==, own + 64 * MIB);
-  g_assert_cmpuint(tdm_conv_budget(own), ==, 2 * own);
+  g_assert_cmpuint(tdm_conv_budget_beyond(own, held, TDM_PRECISION_BF16), ==, own + 64 * MIB);
+  g_assert_cmpuint(tdm_conv_budget(own, TDM_PRECISION_BF16), ==, 2 * own);
   gboolean eligible[3];
   g_assert_cmpuint(select_held(needs, 3, held, eligible), ==, 2);
   g_assert_true(eligible[0] && eligible[1]);
@@ -132,10 +133,12 @@ test_beyond_reservations(void)
   /* A budget is never below the plain one's floor of the least and 64 MiB, nor above
    * the plain one; reservations beyond the least count as the least. */
   for (guint64 r = 0; r <= own; r += own / 7) {
-    g_assert_cmpuint(tdm_conv_budget_beyond(own, r), >=, own + 64 * MIB);
-    g_assert_cmpuint(tdm_conv_budget_beyond(own, r), <=, tdm_conv_budget(own));
+    g_assert_cmpuint(tdm_conv_budget_beyond(own, r, TDM_PRECISION_BF16), >=, own + 64 * MIB);
+    g_assert_cmpuint(tdm_conv_budget_beyond(own, r, TDM_PRECISION_BF16), <=,
+                     tdm_conv_budget(own, TDM_PRECISION_BF16));
   }
-  g_assert_cmpuint(tdm_conv_budget_beyond(own, 2 * own), ==, own + 64 * MIB);
+  g_assert_cmpuint(tdm_conv_budget_beyond(own, 2 * own, TDM_PRECISION_BF16), ==,
+                   own + 64 * MIB);
 }
 
 /* A 3×3 layer's backward at 56 px, 64 channels: the columns are nine times the input,
@@ -216,23 +219,92 @@ test_bn_prologue_chunks(void)
   g_assert_cmpint(odd.large, ==, 1);
 }
 
+/* A float32 (or tf32) run builds its columns in chunks of 256 MiB, and its budget's slack
+ * is that chunk: the small cnn's second conv (3×3, 32 → 64 channels at 14 × 14) at batch
+ * 1024 has 1024 × 196 × 288 × 4 = 231,211,008 bytes of float32 columns, so one chunk,
+ * the whole batch's, with no reservations; beside a column-free candidate needing
+ * nothing or a few MiB of cuDNN's own, they are within the budget and timed (at a bf16
+ * run's 64 MiB slack they were left out, and cuDNN's float32 engines, 12 times slower
+ * there, chosen). A bf16 run's call is as it was: its bf16 columns of the same conv
+ * (115,605,504 bytes) in two chunks of 64 MiB at most, the slack 64 MiB (more than the
+ * chunk's own 67,060,224 bytes). */
+static void
+test_float_columns(void)
+{
+  TdmConvShape conv2 = {1024, 14, 14, 32, 64, 3, 1, 1};
+  size_t sample = 196 * 288 * 4;
+  g_assert_cmpuint(tdm_conv_chunk_bytes(TDM_PRECISION_FP32), ==, 256 * MIB);
+  g_assert_cmpuint(tdm_conv_chunk_bytes(TDM_PRECISION_TF32), ==, 256 * MIB);
+  g_assert_cmpuint(tdm_conv_chunk_bytes(TDM_PRECISION_BF16), ==, 64 * MIB);
+  g_assert_cmpint(tdm_conv_chunk_samples(1024, sample, 256 * MIB), ==, 1024);
+  for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir++)
+    for (TdmPrecision p = TDM_PRECISION_FP32; p <= TDM_PRECISION_TF32; p++) {
+      g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&conv2, dir, FALSE, FALSE), ==, 0);
+      g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&conv2, dir, p, FALSE, FALSE), ==,
+                       1024 * sample);
+    }
+  g_assert_cmpuint(1024 * sample, ==, 231211008);
+  guint64 needs[] = {1024 * sample, 0, 4 * MIB};
+  gboolean eligible[3];
+  for (TdmPrecision p = TDM_PRECISION_FP32; p <= TDM_PRECISION_TF32; p++) {
+    g_assert_cmpuint(tdm_conv_budget(0, p), ==, 256 * MIB);
+    g_assert_cmpuint(tdm_conv_budget_select(needs, 3, 0, p, eligible), ==, 3);
+  }
+  /* A bf16 run's slack would leave them out. */
+  g_assert_cmpuint(tdm_conv_budget_select(needs, 3, 0, TDM_PRECISION_BF16, eligible), ==, 2);
+  g_assert_false(eligible[0]);
+
+  /* The bf16 run's call: 594 samples a chunk (112,896 bytes of bf16 columns each), after
+   * the weights' room (64 × 288 × 2 = 36,864 bytes). */
+  guint64 held = tdm_conv_engine_reserved_bytes(&conv2, TDM_CONV_FORWARD, TRUE, FALSE);
+  g_assert_cmpuint(held, ==, 36864);
+  guint64 im2col16 =
+      tdm_conv_engine_im2col_bytes(&conv2, TDM_CONV_FORWARD, TDM_PRECISION_BF16, FALSE, FALSE);
+  g_assert_cmpuint(im2col16, ==, held + 594 * (guint64)112896);
+  g_assert_cmpuint(594 * (guint64)112896, <=, 64 * MIB);
+  g_assert_cmpuint(595 * (guint64)112896, >, 64 * MIB);
+  g_assert_cmpuint(tdm_conv_budget_beyond(held, held, TDM_PRECISION_BF16), ==, held + 64 * MIB);
+  g_assert_cmpuint(tdm_conv_budget_beyond(im2col16, held, TDM_PRECISION_BF16), ==,
+                   im2col16 + 64 * MIB);
+}
+
+/* The slack is the run's chunk (never below 64 MiB): whatever the least, a candidate
+ * needing one chunk more stays eligible, and one needing more than that and twice the
+ * least does not. */
+static void
+test_slack(void)
+{
+  const guint64 leasts[] = {0, 1, 20 * MIB, 64 * MIB, 200 * MIB, 256 * MIB, 3000 * MIB};
+  for (TdmPrecision p = TDM_PRECISION_FP32; p <= TDM_PRECISION_BF16; p++)
+    for (size_t i = 0; i < G_N_ELEMENTS(leasts); i++) {
+      guint64 least = leasts[i], chunk = tdm_conv_chunk_bytes(p);
+      guint64 needs[] = {least, least + chunk, MAX(2 * least, least + chunk) + 1};
+      gboolean eligible[3];
+      g_assert_cmpuint(tdm_conv_budget_select(needs, 3, 0, p, eligible), ==, 2);
+      g_assert_true(eligible[0] && eligible[1]);
+      g_assert_false(eligible[2]);
+    }
+}
+
 /* Whatever the needs, the least-needing candidate stays; none, none; no overflow. */
 static void
 test_edges(void)
 {
   gboolean eligible[3];
-  g_assert_cmpuint(tdm_conv_budget_select(NULL, 0, 0, eligible), ==, 0);
+  g_assert_cmpuint(tdm_conv_budget_select(NULL, 0, 0, TDM_PRECISION_BF16, eligible), ==, 0);
   guint64 one[] = {G_MAXUINT64};
-  g_assert_cmpuint(tdm_conv_budget_select(one, 1, 0, eligible), ==, 1);
-  g_assert_cmpuint(tdm_conv_budget_select(one, 1, G_MAXUINT64 - 1, eligible), ==, 1);
+  g_assert_cmpuint(tdm_conv_budget_select(one, 1, 0, TDM_PRECISION_BF16, eligible), ==, 1);
+  g_assert_cmpuint(
+      tdm_conv_budget_select(one, 1, G_MAXUINT64 - 1, TDM_PRECISION_BF16, eligible), ==, 1);
   guint64 huge[] = {G_MAXUINT64 - 1, G_MAXUINT64 / 2 + 1, G_MAXUINT64};
-  g_assert_cmpuint(tdm_conv_budget_select(huge, 3, 0, eligible), ==, 3);
+  g_assert_cmpuint(tdm_conv_budget_select(huge, 3, 0, TDM_PRECISION_BF16, eligible), ==, 3);
   guint64 zero[] = {0, 64 * MIB, 64 * MIB + 1};
-  g_assert_cmpuint(tdm_conv_budget_select(zero, 3, 0, eligible), ==, 2);
+  g_assert_cmpuint(tdm_conv_budget_select(zero, 3, 0, TDM_PRECISION_BF16, eligible), ==, 2);
   g_assert_true(eligible[0] && eligible[1]);
   g_assert_false(eligible[2]);
-  g_assert_cmpuint(tdm_conv_budget(G_MAXUINT64 / 2 + 1), ==, G_MAXUINT64);
-  g_assert_cmpuint(tdm_conv_budget_beyond(G_MAXUINT64, G_MAXUINT64 / 2), ==, G_MAXUINT64);
+  g_assert_cmpuint(tdm_conv_budget(G_MAXUINT64 / 2 + 1, TDM_PRECISION_BF16), ==, G_MAXUINT64);
+  g_assert_cmpuint(tdm_conv_budget_beyond(G_MAXUINT64, G_MAXUINT64 / 2, TDM_PRECISION_BF16), ==,
+                   G_MAXUINT64);
 }
 
 int
@@ -244,6 +316,8 @@ main(int argc, char **argv)
   g_test_add_func("/conv-budget/three-by-three", test_three_by_three);
   g_test_add_func("/conv-budget/projection", test_projection);
   g_test_add_func("/conv-budget/bn-prologue-chunks", test_bn_prologue_chunks);
+  g_test_add_func("/conv-budget/float-columns", test_float_columns);
+  g_test_add_func("/conv-budget/slack", test_slack);
   g_test_add_func("/conv-budget/edges", test_edges);
   return g_test_run();
 }

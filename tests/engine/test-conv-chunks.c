@@ -155,7 +155,8 @@ test_budget(void)
   TdmConvShape s = {128, 128, 128, 64, 16, 3, 1, 1};
   TdmConvChunks whole = tdm_conv_even_chunks(s.n, 0, 0);
   TdmConvChunks chunks = tdm_conv_cudnn_chunks(&s, TDM_CONV_WGRAD, TRUE, 0);
-  guint64 needs[] = {tdm_conv_engine_im2col_bytes(&s, TDM_CONV_WGRAD, TRUE, FALSE, FALSE),
+  guint64 needs[] = {tdm_conv_engine_im2col_bytes(&s, TDM_CONV_WGRAD, TDM_PRECISION_BF16,
+                                                  FALSE, FALSE),
                      tdm_conv_cudnn_wgrad_bytes(&s, &whole, FALSE, 0),
                      tdm_conv_cudnn_wgrad_bytes(&s, &chunks, FALSE, 0),
                      tdm_conv_cudnn_wgrad_bytes(&s, &chunks, FALSE, 48 * MIB),
@@ -164,7 +165,9 @@ test_budget(void)
   /* Every candidate holds the layout's reservations (dy as bf16, the weights' room): the
    * budget counts beyond them (tdm_conv_budget_beyond()). */
   guint64 held = tdm_conv_engine_reserved_bytes(&s, TDM_CONV_WGRAD, TRUE, FALSE);
-  g_assert_cmpuint(tdm_conv_budget_select(needs, G_N_ELEMENTS(needs), held, eligible), ==, 4);
+  g_assert_cmpuint(
+      tdm_conv_budget_select(needs, G_N_ELEMENTS(needs), held, TDM_PRECISION_BF16, eligible),
+      ==, 4);
   for (size_t i = 0; i < G_N_ELEMENTS(needs); i++)
     g_test_message("need %" G_GUINT64_FORMAT ": %s", needs[i],
                    eligible[i] ? "eligible" : "left out");

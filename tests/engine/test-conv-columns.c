@@ -8,7 +8,8 @@
  * and a CPU replica told to build its columns in small chunks, whose training step
  * gives the whole batch's gradients within the rounding of the weight gradients' sums,
  * the same bits twice, in fp32 and bf16, its workspace grown to the chunks' bytes
- * alone; and TANDEM_CONV_CHUNK_MIB, the benchmarks' bound. The CUDA side (every
+ * alone; a GPU's bound by the run's precision, and TANDEM_CONV_CHUNK_MIB, the
+ * benchmarks' bound for every precision. The CUDA side (every
  * candidate against the CPU, chunked) is tests/gpu/test-cuda-conv.c's. */
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
@@ -37,36 +38,46 @@ test_chunk_samples(void)
   g_assert_cmpint(tdm_conv_chunk_samples(3, 65 * MIB, 64 * MIB), ==, 1);
   g_assert_cmpint(tdm_conv_chunk_samples(1, 65 * MIB, 64 * MIB), ==, 1);
   g_assert_cmpint(tdm_conv_chunk_samples(0, MIB, 64 * MIB), ==, 1);
-  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA), ==, 64 * MIB);
-  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CPU), ==, 0);
+  /* A GPU's chunks by the run's precision: a bf16 run's 64 MiB, a float32 or tf32
+   * run's 256 MiB; the CPU's whole batch in any. */
+  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_BF16), ==, 64 * MIB);
+  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_FP32), ==, 256 * MIB);
+  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_TF32), ==, 256 * MIB);
+  for (TdmPrecision p = TDM_PRECISION_FP32; p <= TDM_PRECISION_BF16; p++) {
+    g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CPU, p), ==, 0);
+    g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA, p), ==, tdm_conv_chunk_bytes(p));
+  }
 }
 
-/* TANDEM_CONV_CHUNK_MIB sets a GPU chunk's bound in mebibytes, 1 to 4096; anything else
- * is named in a warning and the 64 MiB kept. The variable is read once a process: each
- * value in a subprocess of its own, which inherits it (and no G_DEBUG; its warnings
- * not fatal) and prints the bound it reads; this process's own are put back after. */
+/* TANDEM_CONV_CHUNK_MIB sets a GPU chunk's bound in mebibytes, 1 to 4096, for every
+ * precision (bf16, float32); anything else is named in a warning and each precision's
+ * own kept (64 MiB, 256 MiB). The variable is read once a process: each value in a
+ * subprocess of its own, which inherits it (and no G_DEBUG; its warnings not fatal) and
+ * prints the bounds it reads; this process's own are put back after. */
 static void
 test_chunk_mib(void)
 {
   if (g_test_subprocess()) {
     g_log_set_always_fatal(G_LOG_FATAL_MASK); /* the warning is what is tested */
-    g_print("bound %zu\n", tdm_conv_columns_bound(TDM_BACKEND_CUDA));
+    g_print("bounds %zu %zu\n", tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_BF16),
+            tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_FP32));
     return;
   }
   const struct {
     const char *value;
-    size_t mib;
+    size_t bf16, fp32; /* mebibytes */
     gboolean warned;
-  } cases[] = {{"16", 16, FALSE}, {"1", 1, FALSE},    {"4096", 4096, FALSE},
-               {"0", 64, TRUE},   {"4097", 64, TRUE}, {"16 MiB", 64, TRUE},
-               {"", 64, TRUE},    {"-8", 64, TRUE}};
+  } cases[] = {{"16", 16, 16, FALSE},    {"1", 1, 1, FALSE},      {"4096", 4096, 4096, FALSE},
+               {"256", 256, 256, FALSE}, {"0", 64, 256, TRUE},    {"4097", 64, 256, TRUE},
+               {"16 MiB", 64, 256, TRUE}, {"", 64, 256, TRUE},    {"-8", 64, 256, TRUE}};
   g_autofree char *debug = g_strdup(g_getenv("G_DEBUG"));
   g_unsetenv("G_DEBUG");
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_setenv("TANDEM_CONV_CHUNK_MIB", cases[i].value, TRUE);
     g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
     g_test_trap_assert_passed();
-    g_autofree char *want = g_strdup_printf("*bound %zu*", cases[i].mib * MIB);
+    g_autofree char *want =
+        g_strdup_printf("*bounds %zu %zu*", cases[i].bf16 * MIB, cases[i].fp32 * MIB);
     g_test_trap_assert_stdout(want);
     if (cases[i].warned)
       g_test_trap_assert_stderr("*TANDEM_CONV_CHUNK_MIB*not a number of mebibytes*");
@@ -144,24 +155,40 @@ test_even_chunks(void)
  * bytes of bf16 columns a sample (472 MB the batch), so chunks of 18 samples
  * (66,382,848 bytes). The engine's forward: the weights' room (64 × 147 × 2 = 18,816
  * bytes, to 256) before them; its weight gradient: the output gradient as bf16 first
- * (128 × 12,544 × 64 × 2 = 205,520,896 bytes). Float32 columns: 9 samples a chunk. The
- * replica's own composition: the chunk's columns after the output gradient. And a
+ * (128 × 12,544 × 64 × 2 = 205,520,896 bytes). A float32 run's float32 columns, in its
+ * chunks of 256 MiB: 36 samples a chunk. The replica's own composition: the chunk's
+ * columns after the output gradient; a bf16 run's float32 stem columns in that run's
+ * chunks of 64 MiB. And a
  * 3×3 layer at 56 px (64 → 64): 3,612,672 bytes of bf16 columns a sample, 18 a chunk;
  * a sample larger than the bound (3×3, 64 channels at 256 × 256: 75.5 MB) alone. */
 static void
 test_bytes(void)
 {
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+  const TdmPrecision bf16 = TDM_PRECISION_BF16, fp32 = TDM_PRECISION_FP32;
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, bf16, FALSE, FALSE),
                    ==, 18944 + 66382848);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, bf16, FALSE, FALSE), ==,
                    205539840 + 66382848);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, FALSE, FALSE),
-                   ==, 9 * (size_t)12544 * 147 * 4);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, fp32, FALSE, FALSE),
+                   ==, 36 * (size_t)12544 * 147 * 4);
+  g_assert_cmpuint(36 * (size_t)7375872, <=, 256 * MIB);
+  g_assert_cmpuint(37 * (size_t)7375872, >, 256 * MIB);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, TDM_PRECISION_TF32,
+                                                FALSE, FALSE),
+                   ==, 36 * (size_t)7375872);
   /* A float32 forward that writes bf16 stages the chunk's float32 product after the
-   * columns: 6 samples of 7,375,872 + 3,211,264 bytes. */
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, FALSE, TRUE, FALSE),
-                   ==, 6 * (size_t)7375872 + 6 * (size_t)3211264);
+   * columns: 25 samples of 7,375,872 + 3,211,264 bytes. */
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, fp32, TRUE, FALSE),
+                   ==, 25 * (size_t)7375872 + 25 * (size_t)3211264);
+  /* A bf16 run's own composition of its stem from float32 columns, its bf16 output staged
+   * (the 32-px stem's way, test_plan): in that run's chunks, 6 samples of 64 MiB at most,
+   * though the columns are float32. */
+  TdmConvComposition staged = {.columns = TRUE, .params16 = TRUE, .y16 = TRUE};
+  size_t bf16_bound = tdm_conv_columns_bound(TDM_BACKEND_CUDA, bf16);
+  g_assert_cmpint(tdm_conv_staged_chunk(&stem, bf16_bound), ==, 6);
+  g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &staged, FALSE, FALSE, bf16_bound), ==,
+                   6 * (size_t)7375872 + 6 * (size_t)3211264);
   TdmConvComposition how = {.columns = TRUE, .bf16 = TRUE, .bf16_dx = TRUE, .params16 = TRUE};
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, 64 * MIB), ==, 66382848);
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, TRUE, FALSE, 64 * MIB), ==,
@@ -171,7 +198,7 @@ test_bytes(void)
                    (size_t)128 * 12544 * 147 * 2);
 
   TdmConvShape layer = {128, 56, 56, 64, 64, 3, 1, 1};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer, TDM_CONV_DGRAD, TRUE, FALSE, FALSE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer, TDM_CONV_DGRAD, bf16, FALSE, FALSE), ==,
                    51380224 + 73728 + 18 * (size_t)3612672);
   /* Float32 columns for an input gradient that is not bf16's way: the larger of the two
    * layouts. */
@@ -183,12 +210,12 @@ test_bytes(void)
   TdmConvShape direct = {128, 56, 56, 64, 256, 1, 0, 1};
   TdmConvComposition none = {.columns = FALSE};
   g_assert_cmpuint(tdm_conv_replica_bytes(&direct, &none, TRUE, TRUE, 64 * MIB), ==, 0);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, bf16, FALSE, FALSE),
                    ==, 32768 + 128 * (size_t)401408);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, FALSE, FALSE, FALSE),
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, fp32, FALSE, FALSE),
                    ==, 0);
   TdmConvShape wide = {3, 256, 256, 64, 64, 3, 1, 1};
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, TRUE, FALSE, FALSE),
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&wide, TDM_CONV_FORWARD, bf16, FALSE, FALSE),
                    ==, 73728 + (size_t)65536 * 576 * 2);
 }
 
@@ -231,14 +258,15 @@ test_plan(void)
   g_assert_cmpuint(51453952, ==, (128 * 56 * 56 * 64 * 2 + 64 * 576 * 2 + 255) / 256 * 256);
   g_assert_cmpuint(65028096, ==, 18 * 56 * 56 * 576 * 2);
   g_assert_cmpuint(205539840 + 66382848, ==, 271922688);
-  g_assert_cmpuint(tdm_conv_budget_beyond(271922688, 205539840), ==, 339031552);
+  const TdmPrecision bf16 = TDM_PRECISION_BF16;
+  g_assert_cmpuint(tdm_conv_budget_beyond(271922688, 205539840, bf16), ==, 339031552);
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
   g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&stem, TDM_CONV_WGRAD, TRUE, TRUE), ==,
                    18944);
-  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, TRUE, FALSE, TRUE), ==,
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, bf16, FALSE, TRUE), ==,
                    18944 + 66382848);
-  g_assert_cmpuint(tdm_conv_budget_beyond(18944 + 66382848, 18944), ==, 133510656);
-  g_assert_cmpuint(tdm_conv_budget(271922688), ==, 2 * (size_t)271922688);
+  g_assert_cmpuint(tdm_conv_budget_beyond(18944 + 66382848, 18944, bf16), ==, 133510656);
+  g_assert_cmpuint(tdm_conv_budget(271922688, bf16), ==, 2 * (size_t)271922688);
   TdmReplicaPlan cpu = tdm_replica_plan(tv, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 128, 128);
   g_assert_cmpuint(cpu.columns, ==, (size_t)128 * 12544 * 147 * 4);
   g_assert_cmpuint(cpu.workspace - cpu.columns, ==, gpu.workspace - gpu.columns);
@@ -253,23 +281,42 @@ test_plan(void)
   g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&cifar_stem, TDM_CONV_WGRAD, TRUE, FALSE), ==,
                    (67108864 + 64 * 27 * 2 + 255) / 256 * 256);
   g_assert_cmpuint(stem_least - 67112448, <, 64 * MIB);
-  g_assert_cmpuint(tdm_conv_budget_beyond(stem_least, 67112448), ==, stem_least + 64 * MIB);
+  /* Its float32 columns in the bf16 run's chunks (64 MiB: 180 samples), and the bf16
+   * run's slack: the run's precision decides, not the columns' type. */
+  g_assert_cmpint(tdm_conv_staged_chunk(&cifar_stem, tdm_conv_columns_bound(TDM_BACKEND_CUDA,
+                                                                            bf16)),
+                  ==, 180);
+  g_assert_cmpuint(tdm_conv_budget_beyond(stem_least, 67112448, bf16), ==,
+                   stem_least + 64 * MIB);
   g_assert_cmpuint(small.columns, ==, stem_least + 64 * MIB);
   g_assert_cmpuint(small.columns, ==, 201310208);
   /* The widest 3×3 layer's, below it. */
   g_assert_cmpuint(67182592 + 66060288, ==, 133242880);
-  g_assert_cmpuint(tdm_conv_budget_beyond(133242880, 67182592), ==, 200351744);
+  g_assert_cmpuint(tdm_conv_budget_beyond(133242880, 67182592, bf16), ==, 200351744);
   g_test_message(
       "column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
       "columns %zu), 32 px b512 %zu bytes (%zu)",
       gpu.columns, cpu.columns, small.columns,
       tdm_replica_plan(cifar, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 512, 512).columns);
-  /* A float32 run: float32 chunks, no reservations. The most at 224 px: the 3×3 conv of
-   * stride 2 from 128 to 256 channels, 74 samples of 14 × 14 × 1,152 × 4 = 903,168
-   * bytes (the stem's 9 of 7,375,872 take 66,382,848); 64 MiB more with the budget
+  /* A float32 run: float32 columns in its chunks of 256 MiB, no reservations. The most at
+   * 224 px: a layer1 3×3 conv, 37 samples of 56 × 56 × 576 × 4 = 7,225,344 bytes
+   * (267,337,728; a layer2 3×3 conv of 128 channels, 74 of 3,612,672, as much; the
+   * stem's 36 of 7,375,872 take 265,531,392); a chunk's 256 MiB more with the budget
    * (more than twice that). */
   TdmReplicaPlan fp32 = tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_FP32, 128, 128);
-  g_assert_cmpuint(fp32.columns, ==, 74 * (size_t)903168 + 64 * MIB);
+  g_assert_cmpuint(fp32.columns, ==, 37 * (size_t)7225344 + 256 * MIB);
+  g_assert_cmpuint(38 * (size_t)7225344, >, 256 * MIB);
+  /* The small cnn in a float32 run at batch 1024: its second conv's float32 columns
+   * (1024 × 14 × 14 × 288 × 4 = 231,211,008 bytes) whole, one chunk, and a chunk's
+   * 256 MiB with the budget, within which the engine times them (test-conv-budget). */
+  g_autoptr(TdmNetwork) cnn = tdm_network_new("cnn", 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  TdmReplicaPlan cnn32 =
+      tdm_replica_plan(cnn, TDM_BACKEND_CUDA, TDM_PRECISION_FP32, 1024, 1024);
+  g_assert_cmpuint(cnn32.columns, ==, (size_t)231211008 + 256 * MIB);
+  g_assert_cmpuint(
+      tdm_replica_plan(cnn, TDM_BACKEND_CUDA, TDM_PRECISION_TF32, 1024, 1024).columns, ==,
+      cnn32.columns);
   /* The evaluation chunk of those rows: the training's shard, or fewer where its
    * inference buffers, which lie over the training's activations, would need more than
    * they hold: at 224 px, 983,420,928 bytes of activations (the stem's conv and pool

@@ -115,8 +115,9 @@ test_dy16_outside(void)
     poison_b(gpu_bf16, d.dy, p.out); /* not to be read */
     d.a.dy16 = outside;
     for (int dir = TDM_CONV_DGRAD; dir <= TDM_CONV_WGRAD; dir++)
-      g_assert_cmpuint(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"), ==,
-                       tdm_conv_engine_im2col_bytes(&d.a.shape, dir, TRUE, FALSE, TRUE));
+      g_assert_cmpuint(
+          tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"), ==,
+          tdm_conv_engine_im2col_bytes(&d.a.shape, dir, TDM_PRECISION_BF16, FALSE, TRUE));
     check_candidates(&d, &p, "bf16, dy16 outside the workspace", p.y_ref);
     /* The engine's choice, both directions, against the same dy16 at the workspace's
      * start: the same bits. */

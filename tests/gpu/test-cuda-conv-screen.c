@@ -85,7 +85,8 @@ timed_names(const Problem *p, TdmConvDirection dir)
   for (guint k = 0; k < names->len; k++)
     needs[k] = tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, g_ptr_array_index(names, k));
   tdm_conv_budget_select(needs, names->len,
-                         tdm_conv_engine_reserved_bytes(&d.a.shape, dir, TRUE, FALSE), eligible);
+                         tdm_conv_engine_reserved_bytes(&d.a.shape, dir, TRUE, FALSE),
+                         TDM_PRECISION_BF16, eligible);
   for (guint k = names->len; k-- > 0;)
     if (!eligible[k])
       g_ptr_array_remove_index(names, k);

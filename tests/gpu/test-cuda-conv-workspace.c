@@ -2,11 +2,12 @@
 /* test-cuda-conv-workspace.c — the convolution engine within its workspace budget (part
  * of test-cuda-conv): the choice reached through a workspace grown as the engine asks
  * (the replica's first run), column-free for the 224-px stem and a ResNet's 3×3 and 1×1
- * layers; batches whose columns come in chunks (tdm-conv-columns.h: 64 MiB), the last
- * chunk short; cuDNN's forward and weight gradient of a bn's bf16 output in chunks of
- * samples where the whole normalized input is more than a chunk (an odd batch among
- * them), the weight gradient whether its plan writes float32 or bf16, its need one
- * chunk's copy of the input as tdm-backend-cuda-conv-chunks.c counts it. Every
+ * layers; batches whose columns come in chunks (tdm-conv-columns.h: 64 MiB in a bf16
+ * run, 256 MiB in a float32 one), the last chunk short; cuDNN's forward and weight
+ * gradient of a bn's bf16 output in chunks of samples where the whole normalized input
+ * is more than a chunk (an odd batch among them), the weight gradient whether its plan
+ * writes float32 or bf16, its need one chunk's copy of the input as
+ * tdm-backend-cuda-conv-chunks.c counts it. Every
  * candidate against the CPU reference within test-cuda-conv.c's bounds (bound(), and
  * chunk_rounding_share() for a bf16 weight gradient's chunk sums). Skips without a CUDA
  * GPU.
@@ -119,12 +120,15 @@ test_grown_workspace(void)
   }
 }
 
-/* Batches whose columns are more than a chunk holds (tdm-conv-columns.h: 64 MiB), odd
- * sizes, so that the last chunk is short: every candidate against the CPU as
+/* Batches whose columns are more than a bf16 run's chunk holds (tdm-conv-columns.h: 64
+ * MiB), odd sizes, so that the last chunk is short: every candidate against the CPU as
  * test_candidates checks them (im2col's chunks among them), and im2col's own: its need
  * is tdm_conv_engine_im2col_bytes()'s (what the memory plan counts), less than the
  * whole batch's columns, and its weight gradient, summed over the chunks in their
- * order, and its input gradient are the same bits twice. The float32 inputs of the
+ * order, and its input gradient are the same bits twice. A float32 run's chunks hold
+ * 256 MiB: there the 224-px stem (36, 36, 13) and the case of one sample's columns more
+ * than a chunk (1 each) come in chunks, the others' float32 columns whole (their need
+ * is then the whole batch's columns). The float32 inputs of the
  * projection and of the 1×1 at stride 1 are more than 64 MiB as bf16, so cuDNN's
  * forwards and weight gradients of them (float32 or bf16 output, each needing one
  * chunk's copy: check_wgrad_need()) run in chunks of samples (two sizes: 4 and 3, 9 and
@@ -134,11 +138,12 @@ test_grown_workspace(void)
  * widen_in_place()), checked against the CPU with the rest. */
 static const Case chunked_cases[] = {
   {21, 225, 223, 3, 16, 7, 3, 2}, /* a 7×7 stem: 18 bf16 samples a chunk, then 3 */
-  {17, 61, 59, 64, 24, 3, 1, 1},  /* 3×3, 64 channels: 16 then 1 (float32: 8, 8, 1) */
+  {17, 61, 59, 64, 24, 3, 1, 1},  /* 3×3, 64 channels: 16 then 1 (float32: whole) */
   {15, 255, 253, 17, 8, 3, 1, 2}, /* 3×3 at stride 2, 17 channels: 13 then 2 */
   {17, 361, 359, 64, 16, 1, 0, 2}, /* a projection, 1×1 at stride 2: 16 then 1 */
   {17, 181, 179, 64, 16, 1, 0, 1}, /* 1×1 at stride 1: bf16 copies of x, 16 then 1 */
-  {3, 255, 257, 64, 8, 3, 1, 1},  /* one sample's columns more than a chunk: 1 each */
+  {3, 255, 257, 64, 8, 3, 1, 1},  /* one sample's columns more than a chunk: 1 each (151 MB
+                                   * a sample in float32: 1 each there too) */
   /* The stem at 224 px, its input padded to 8 channels (102 MB as bf16): cuDNN's ":c8"
    * forward and float32 weight gradient in chunks of 43 and 42 samples. */
   {85, 224, 224, 3, 16, 7, 3, 2},
@@ -150,6 +155,7 @@ test_chunked(void)
   if (!have_gpu())
     return;
   TdmBackend *backends[2] = {gpu, gpu_bf16};
+  int float_chunked = 0;
   for (size_t i = 0; i < G_N_ELEMENTS(chunked_cases); i++) {
     const Case *c = &chunked_cases[i];
     for (int prec = 0; prec < 2; prec++) {
@@ -163,8 +169,12 @@ test_chunked(void)
                                               c->out_c, c->kernel, c->pad, c->stride);
       size_t whole = p.rows * p.k * (prec ? 2 : 4);
       gboolean direct = c->kernel == 1 && c->stride == 1 && c->pad == 0;
-      if (prec == 1 || !direct)
-        g_assert_cmpuint(whole, >, tdm_conv_chunk_bytes());
+      /* A float32 1×1 conv of stride 1 multiplies its input as it is: no columns. */
+      gboolean columns = prec == 1 || !direct;
+      gboolean chunked = columns && whole > tdm_conv_chunk_bytes(b->precision);
+      if (prec == 1)
+        g_assert_true(chunked);
+      float_chunked += prec == 0 && chunked;
       check_candidates(&d, &p, what, p.y_ref);
       if (prec == 1) {
         g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(b, &d.a, TDM_CONV_WGRAD);
@@ -176,17 +186,23 @@ test_chunked(void)
       }
       for (int dir = TDM_CONV_FORWARD; dir <= TDM_CONV_WGRAD; dir++) {
         size_t need = tdm_cuda_conv_need_named(b, &d.a, dir, "im2col");
-        g_assert_cmpuint(need, ==, tdm_conv_engine_im2col_bytes(&p.s, dir, prec == 1, FALSE, FALSE));
+        g_assert_cmpuint(need, ==,
+                         tdm_conv_engine_im2col_bytes(&p.s, dir, b->precision, FALSE, FALSE));
         /* Whole columns would need all n samples' beside the same scratch (in bf16,
          * the weights and, backward, dy as bf16, rounded up as the engine lays them
-         * out); the chunks need less, and at least one sample's columns. */
+         * out); the chunks need less, and at least one sample's columns; float32
+         * columns that fit one chunk, all n samples'. */
         size_t scratch = 0;
         if (prec == 1) {
           size_t dy16 = dir != TDM_CONV_FORWARD ? (p.rows * c->out_c * 2 + 15) / 16 * 16 : 0;
           scratch = (dy16 + (size_t)c->out_c * p.k * 2 + 255) / 256 * 256;
         }
-        g_assert_cmpuint(need, <, scratch + whole);
-        g_assert_cmpuint(need, >=, scratch + (direct && prec == 0 ? 0 : whole / c->n));
+        if (chunked) {
+          g_assert_cmpuint(need, <, scratch + whole);
+          g_assert_cmpuint(need, >=, scratch + whole / c->n);
+        } else {
+          g_assert_cmpuint(need, ==, columns ? whole : 0);
+        }
         if (dir == TDM_CONV_FORWARD)
           continue;
         float *target = dir == TDM_CONV_DGRAD ? d.dx : d.dw;
@@ -203,6 +219,8 @@ test_chunked(void)
       problem_clear(&p);
     }
   }
+  /* Float32 columns in chunks still: the 224-px stem's and the one-sample case's. */
+  g_assert_cmpint(float_chunked, ==, 2);
   /* --exact on the stem's chunked shape: the rule's choice, the same bits twice, and
    * within the bound of the CPU's. */
   g_autoptr(GError) error = NULL;
@@ -282,10 +300,10 @@ bn_input_screened(const Problem *p, const float *bn, const uint16_t *x16, const 
   for (guint k = 0; k < names->len; k++)
     needs[k] = tdm_cuda_conv_need_named(fresh, &in.d.a, TDM_CONV_WGRAD,
                                         g_ptr_array_index(names, k));
-  if (tdm_conv_budget_select(needs, names->len,
-                             tdm_conv_engine_reserved_bytes(&in.d.a.shape, TDM_CONV_WGRAD,
-                                                            TRUE, FALSE),
-                             eligible) > 1)
+  if (tdm_conv_budget_select(
+          needs, names->len,
+          tdm_conv_engine_reserved_bytes(&in.d.a.shape, TDM_CONV_WGRAD, TRUE, FALSE),
+          TDM_PRECISION_BF16, eligible) > 1)
     g_assert_nonnull(reference);
   if (!took) /* im2col: the replica composes it, the same operations as the engine's */
     g_assert_true(tdm_cuda_conv_run_named(fresh, &in.d.a, TDM_CONV_WGRAD, "im2col"));
@@ -315,9 +333,9 @@ bn_input_screened(const Problem *p, const float *bn, const uint16_t *x16, const 
 
 /* A forward whose input a bn before stored as bf16 and the conv normalizes as it reads
  * it ("bn x16 y16"), where the whole normalized input is more than a chunk holds
- * (tdm-conv-columns.h: 64 MiB): cuDNN runs it in even chunks of samples ("cudnn:…:nM":
- * tdm-backend-cuda-conv-candidates.c's cudnn_chunks()), each with a plan for its size —
- * an odd batch (37 at 128 px: 19 then 18, two plans) and an even one (64: two of 32, one
+ * (tdm-conv-columns.h: a bf16 run's 64 MiB): cuDNN runs it in even chunks of samples
+ * ("cudnn:…:nM": tdm-backend-cuda-conv-candidates.c's cudnn_chunks()), each with a plan for its
+ * size — an odd batch (37 at 128 px: 19 then 18, two plans) and an even one (64: two of 32, one
  * plan). Every forward candidate against the CPU's convolution of the CPU's bn output,
  * within the bf16 bound; every weight-gradient one (summed over the chunks in float32,
  * a bf16 plan's chunk sums widened first) the screen offers within the bf16 bound too
@@ -343,9 +361,9 @@ test_bn_input_chunks(void)
   for (guint i = 0; i < G_N_ELEMENTS(chunk_cases); i++) {
     const Case *c = &chunk_cases[i];
     size_t in = (size_t)c->n * c->h * c->w * c->c;
-    g_assert_cmpuint(in * 2, >, tdm_conv_chunk_bytes());
-    TdmConvChunks chunks =
-        tdm_conv_even_chunks(c->n, (size_t)c->h * c->w * c->c * 2, tdm_conv_chunk_bytes());
+    size_t bound = tdm_conv_chunk_bytes(TDM_PRECISION_BF16);
+    g_assert_cmpuint(in * 2, >, bound);
+    TdmConvChunks chunks = tdm_conv_even_chunks(c->n, (size_t)c->h * c->w * c->c * 2, bound);
     g_autofree char *suffix = g_strdup_printf(":n%d", chunks.size);
     g_autofree uint16_t *x16 = NULL;
     g_autofree float *x = random_bf16_input(in, &x16);
@@ -372,9 +390,9 @@ test_bn_input_chunks(void)
       g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(gpu_bf16, &d.a, dir);
       /* The most the engine lets a candidate need: the chunked columns' budget, beyond
        * the reservations every candidate of the call holds (tdm_conv_budget_beyond()). */
-      guint64 budget =
-          tdm_conv_budget_beyond(tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"),
-                                 tdm_conv_engine_reserved_bytes(&d.a.shape, dir, TRUE, FALSE));
+      guint64 budget = tdm_conv_budget_beyond(
+          tdm_cuda_conv_need_named(gpu_bf16, &d.a, dir, "im2col"),
+          tdm_conv_engine_reserved_bytes(&d.a.shape, dir, TRUE, FALSE), TDM_PRECISION_BF16);
       int chunked = 0, admitted = 0;
       for (guint k = 0; k < names->len; k++) {
         const char *name = g_ptr_array_index(names, k);

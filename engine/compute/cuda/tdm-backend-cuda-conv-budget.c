@@ -5,14 +5,15 @@
 #include "tdm-backend-cuda-conv-budget.h"
 
 guint
-tdm_conv_budget_select(const guint64 *needs, guint count, guint64 reserved, gboolean *eligible)
+tdm_conv_budget_select(const guint64 *needs, guint count, guint64 reserved,
+                       TdmPrecision precision, gboolean *eligible)
 {
   if (count == 0)
     return 0;
   guint64 least = needs[0];
   for (guint i = 1; i < count; i++)
     least = MIN(least, needs[i]);
-  guint64 budget = tdm_conv_budget_beyond(least, reserved);
+  guint64 budget = tdm_conv_budget_beyond(least, reserved, precision);
   guint chosen = 0;
   for (guint i = 0; i < count; i++) {
     eligible[i] = needs[i] <= budget;

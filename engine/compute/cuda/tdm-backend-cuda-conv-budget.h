@@ -18,9 +18,9 @@
 G_BEGIN_DECLS
 
 /* Marks eligible[i] for the count needs, each of which includes the call's `reserved`
- * bytes: those within tdm_conv_budget_beyond() of the least (at least one when count >
- * 0). Returns how many are. */
+ * bytes: those within tdm_conv_budget_beyond() of the least in a run of this precision
+ * (at least one when count > 0). Returns how many are. */
 guint tdm_conv_budget_select (const guint64 *needs, guint count, guint64 reserved,
-                              gboolean *eligible);
+                              TdmPrecision precision, gboolean *eligible);
 
 G_END_DECLS

@@ -187,9 +187,9 @@ columns16(TdmBackend *b, const TdmConvArgs *a, uint16_t *col16, int first, int m
 /* im2col and a GEMM, as the replica composes them (tdm-replica-conv.c): the same
  * operations in the same chunks of samples (tdm-conv-columns.h), so the same bits. bf16
  * columns in a bf16 run, float32 ones otherwise; a chunk's columns at most
- * tdm_conv_chunk_bytes() (one sample's where they are more): the forward and the input
- * gradient chunk by chunk, the weight gradient the first chunk's product and each
- * next one's added in float32 (beta = 1), in the chunks' order. */
+ * tdm_conv_chunk_bytes() of the run's precision (one sample's where they are more): the
+ * forward and the input gradient chunk by chunk, the weight gradient the first chunk's
+ * product and each next one's added in float32 (beta = 1), in the chunks' order. */
 static gboolean
 run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
 {
@@ -198,10 +198,11 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
   int k = (int)l->k, out_c = s->out_c, n = s->n;
   size_t pixels = l->rows / (size_t)n, x_sample = (size_t)s->h * s->w * s->c;
   Mode mode = arena->mode;
+  size_t bound = tdm_conv_chunk_bytes(b->precision);
   if (l->rows > INT32_MAX || l->k > INT32_MAX)
     return FALSE;
   if (l->bf16) {
-    int chunk = tdm_conv_chunk_samples(n, pixels * l->k * 2, tdm_conv_chunk_bytes());
+    int chunk = tdm_conv_chunk_samples(n, pixels * l->k * 2, bound);
     uint16_t *col16 = take(arena, (size_t)chunk * pixels * l->k * 2);
     if (col16 == NULL)
       return FALSE;
@@ -245,7 +246,7 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
   gboolean staged = l->dir == TDM_CONV_FORWARD && a->y16 != NULL;
   size_t col_sample = one_by_one(s) ? 0 : pixels * l->k * sizeof(float);
   size_t stage_sample = staged ? pixels * out_c * sizeof(float) : 0;
-  int chunk = tdm_conv_chunk_samples(n, col_sample + stage_sample, tdm_conv_chunk_bytes());
+  int chunk = tdm_conv_chunk_samples(n, col_sample + stage_sample, bound);
   float *col = NULL, *stage = NULL;
   if (col_sample > 0) {
     col = take(arena, (size_t)chunk * col_sample);

@@ -26,7 +26,8 @@ tdm_conv_cudnn_chunks(const TdmConvShape *s, TdmConvDirection dir, gboolean writ
   if (!chunked)
     return tdm_conv_even_chunks(s->n, 0, 0);
   size_t sample = (size_t)s->h * s->w * (pad_c > 0 ? pad_c : s->c) * sizeof(uint16_t);
-  return tdm_conv_even_chunks(s->n, sample, tdm_conv_chunk_bytes());
+  /* Only a bf16 run writes a bf16 copy of the input: its chunks are that run's. */
+  return tdm_conv_even_chunks(s->n, sample, tdm_conv_chunk_bytes(TDM_PRECISION_BF16));
 }
 
 /* Scratch taken as take() takes it: each piece from the next aligned byte. */

@@ -4,7 +4,7 @@
  * workspace. A bf16 plan reads its input as bf16; where the engine writes that copy
  * itself (the bn before normalized as the conv reads, a float32 input converted, a
  * stem's channels padded), it writes one even chunk of samples at a time
- * (tdm-conv-columns.h's tdm_conv_even_chunks(): each chunk's copy at most
+ * (tdm-conv-columns.h's tdm_conv_even_chunks(): each chunk's copy at most a bf16 run's
  * tdm_conv_chunk_bytes()), so the copy is never the whole batch's (268 MB at 128 px, batch
  * 128, 64 channels). tdm-backend-cuda-conv-candidates.c runs the chunks; this file says
  * which and how many, and counts a weight gradient's need as its candidate lays it out

@@ -414,7 +414,8 @@ within_budget(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, size_t *mo
   for (guint i = 0; i < list->len; i++)
     needs[i] = tdm_conv_candidate_need(b, l, g_ptr_array_index(list, i));
   /* What the layout reserves before any candidate's scratch: every need includes it. */
-  tdm_conv_budget_select(needs, list->len, (guint64)(l->scratch - (char *)l->a->work), eligible);
+  tdm_conv_budget_select(needs, list->len, (guint64)(l->scratch - (char *)l->a->work),
+                         b->precision, eligible);
   *most = 0;
   size_t limit = l->a->work_limit;
   for (guint i = list->len; i-- > 0;) {
