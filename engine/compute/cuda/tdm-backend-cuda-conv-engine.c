@@ -536,8 +536,10 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
     g_free(screen.reference_name);
     return NULL;
   }
-  g_debug("%s: %s → %s (%.3f ms%s; %" G_GUINT64_FORMAT " bytes of the workspace)", b->name,
-          key, chosen->name, chosen->ms, timed ? "" : ", untimed",
+  g_debug("%s: %s → %s (%.3f ms%s)", b->name, key, chosen->name, chosen->ms,
+          timed ? "" : ", untimed");
+  /* Apart from the line above, whose form bench/tandem_run.py reads. */
+  g_debug("%s: %s: %" G_GUINT64_FORMAT " bytes of the workspace", b->name, key,
           (guint64)tdm_conv_candidate_need(b, l, chosen));
   if (screen.reference_name != NULL)
     g_debug("%s: %s screened against %s: %u left out", b->name, key, screen.reference_name,
