@@ -82,74 +82,6 @@ struct BnSumArgs {
   uint16_t *dx;
 };
 
-/* The block start's gradient for V channels of one row (SUM_START): a's values plus
- * the skip's where the mask is positive, else 0, rounded once to bf16 into dx and
- * widened back into g: tdm_k_add_relu_backward_bf16's bits, or with no skip
- * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's, or (a bf16, no mask) a copy's (a NaN's
- * bits kept: the widened value's high half). Each value is read before it is written
- * (dx may be a or the skip). */
-template <int V, typename D>
-struct BnStartMem;
-
-template <int V, typename X, typename D, typename Src = BnStartMem<V, D>>
-__device__ __forceinline__ void
-bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at, const Src &src = Src())
-{
-  float v[V];
-  unsigned h[V];
-  src.dy(v, a, at);
-  if (sizeof(D) == 2 && a.skip == NULL && a.mask == NULL) {
-    for (int j = 0; j < V; j++)
-      h[j] = __float_as_uint(v[j]) >> 16;
-  } else {
-    float t[V];
-    if (a.skip != NULL) {
-      src.skip(t, a, at);
-      for (int j = 0; j < V; j++)
-        v[j] = v[j] + t[j];
-    }
-    if (a.mask != NULL) {
-      src.mask(t, a, at);
-      for (int j = 0; j < V; j++)
-        v[j] = t[j] > 0.0f ? v[j] : 0.0f;
-    }
-    for (int j = 0; j < V; j++)
-      h[j] = tdm_k_bf16_bits(v[j]);
-  }
-  uint16_t *p = a.dx + at;
-  if (V == 8 && a.aligned)
-    *(uint4 *)p = make_uint4(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16,
-                             h[4 % V] | h[5 % V] << 16, h[6 % V] | h[7 % V] << 16);
-  else if (V == 4 && a.aligned)
-    *(uint2 *)p = make_uint2(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16);
-  else
-    for (int j = 0; j < V; j++)
-      p[j] = (uint16_t)h[j];
-  for (int j = 0; j < V; j++)
-    g[j] = __uint_as_float(h[j] << 16);
-}
-
-/* bn_start_row's values loaded where it uses them (each after the previous row's dx is
- * stored: the compiler may not hoist them, dx being possibly a or the skip). */
-template <int V, typename D>
-struct BnStartMem {
-  template <typename X>
-  __device__ __forceinline__ void dy(float *v, const BnSumArgs<X, D> &a, size_t at) const
-  {
-    bn_load_row<V>(v, a.dy + at, a.aligned);
-  }
-  template <typename X>
-  __device__ __forceinline__ void skip(float *t, const BnSumArgs<X, D> &a, size_t at) const
-  {
-    bn_load_row<V>(t, a.skip + at, a.aligned);
-  }
-  template <typename X>
-  __device__ __forceinline__ void mask(float *t, const BnSumArgs<X, D> &a, size_t at) const
-  {
-    bn_load_row<V>(t, a.mask + at, a.aligned);
-  }
-};
-
 /* A row as bn_load_row widens it (bf16 through __bfloat162float, as tdm_k_vec and
  * tdm_k_load1 do: the same bits, a NaN's included), from a BnRow loaded before. */
 template <int V>
@@ -168,10 +100,12 @@ bn_widen_row(float *v, const BnRow<V, uint16_t> &r)
         (unsigned short)(j % 2 == 0 ? r.w[j / 2] & 0xffffu : r.w[j / 2] >> 16)));
 }
 
-/* bn_start_row's values from one row's loads issued before (BN_SUMS_START_LOADS_FIRST,
- * BN_SUMS_PREFETCH): dy (a), skip and mask packed as loaded. */
+/* The block start's inputs for one row (SUM_START): a (in dy), the skip and the mask,
+ * packed as loaded. A batch's rows are all loaded before its first dx store: a load
+ * issued after a store waits behind it, the compiler being unable to move it past one
+ * (dx may be a or the skip). A bf16 a with neither is a copy: nothing more to load. */
 template <int V, typename D>
-struct BnStartRows {
+struct BnStartRow {
   BnRow<V, D> d;
   BnRow<V, uint16_t> s, m;
   template <typename X>
@@ -185,22 +119,61 @@ struct BnStartRows {
         m.load(a.mask + at, a.aligned);
     }
   }
-  template <typename X>
-  __device__ __forceinline__ void dy(float *v, const BnSumArgs<X, D> &, size_t) const
-  {
-    bn_widen_row<V>(v, d);
-  }
-  template <typename X>
-  __device__ __forceinline__ void skip(float *t, const BnSumArgs<X, D> &, size_t) const
-  {
-    bn_widen_row<V>(t, s);
-  }
-  template <typename X>
-  __device__ __forceinline__ void mask(float *t, const BnSumArgs<X, D> &, size_t) const
-  {
-    bn_widen_row<V>(t, m);
-  }
 };
+
+/* The block start's gradient for V channels of one row (SUM_START): a's values plus
+ * the skip's where the mask is positive, else 0, rounded once to bf16 into dx and
+ * widened back into g: tdm_k_add_relu_backward_bf16's bits, or with no skip
+ * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's, or (a bf16, no mask) a copy's (a NaN's
+ * bits kept: the widened value's high half). The inputs come from r, loaded before, or
+ * (r NULL: the last rows, one at a time) from memory here; either way a row's elements
+ * are read and written by one thread only, each read before its write. */
+template <int V, typename X, typename D>
+__device__ __forceinline__ void
+bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at, const BnStartRow<V, D> *r)
+{
+  float v[V];
+  unsigned h[V];
+  if (r != NULL)
+    bn_widen_row<V>(v, r->d);
+  else
+    bn_load_row<V>(v, a.dy + at, a.aligned);
+  if (sizeof(D) == 2 && a.skip == NULL && a.mask == NULL) {
+    for (int j = 0; j < V; j++)
+      h[j] = __float_as_uint(v[j]) >> 16;
+  } else {
+    float t[V];
+    if (a.skip != NULL) {
+      if (r != NULL)
+        bn_widen_row<V>(t, r->s);
+      else
+        bn_load_row<V>(t, a.skip + at, a.aligned);
+      for (int j = 0; j < V; j++)
+        v[j] = v[j] + t[j];
+    }
+    if (a.mask != NULL) {
+      if (r != NULL)
+        bn_widen_row<V>(t, r->m);
+      else
+        bn_load_row<V>(t, a.mask + at, a.aligned);
+      for (int j = 0; j < V; j++)
+        v[j] = t[j] > 0.0f ? v[j] : 0.0f;
+    }
+    for (int j = 0; j < V; j++)
+      h[j] = tdm_k_bf16_bits(v[j]);
+  }
+  uint16_t *p = a.dx + at;
+  if (V == 8 && a.aligned)
+    *(uint4 *)p = make_uint4(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16,
+                             h[4 % V] | h[5 % V] << 16, h[6 % V] | h[7 % V] << 16);
+  else if (V == 4 && a.aligned)
+    *(uint2 *)p = make_uint2(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16);
+  else
+    for (int j = 0; j < V; j++)
+      p[j] = (uint16_t)h[j];
+  for (int j = 0; j < V; j++)
+    g[j] = __uint_as_float(h[j] << 16);
+}
 
 /* Adds `count` rows of 2 · channels doubles, src[k · 2 · channels + i], for this
  * tile's values into dst (the same layout, one row) and into sh[i] (i = which · span +
@@ -302,110 +275,41 @@ bn_sums_row(float *f0, float *f1, const float *v, float *g, const float *k, cons
   }
 }
 
-/* The float run into the double sums, once `rows` reach BN_FLOAT_RUN (or always, at
- * the end). */
-template <int V>
-__device__ __forceinline__ void
-bn_sums_flush(double *a0, double *a1, float *f0, float *f1, int *rows, bool always)
-{
-  if (!always && *rows < BN_FLOAT_RUN)
-    return;
-  for (int j = 0; j < V; j++) {
-    a0[j] += (double)f0[j];
-    a1[j] += (double)f1[j];
-    f0[j] = f1[j] = 0.0f;
-  }
-  *rows = 0;
-}
-
-/* Compile-time variants of the sums' pass, for A/B timings (NVCC_APPEND_FLAGS=-D…); the
- * defaults are the code as measured, and none of them changes a result's bits: each
- * moves only where a value lives or when a load is issued, never which values are added
- * in which order. A thread's rows stay in ascending order (the batches one after the
- * other, a batch's rows in order), its float runs stay BN_FLOAT_RUN rows (counted in
- * rows, B dividing it), each run is added into the same double sum, and the block's
- * lanes, the groups and the sets are added as before: the shape (tiles, row lanes,
- * groups) comes from the host's rules, untouched.
- * BN_SUMS_BLOCKS: the launch bounds' blocks an SM (2: 128 registers a thread, 3: 80,
- *   4: 64); only the registers and spills change. BN_SUMS_BLOCKS_MOMENTS,
- *   BN_SUMS_BLOCKS_BACKWARD and BN_SUMS_BLOCKS_START set it for one pass.
- * BN_SUMS_PREFETCH: 1 issues the next batch's loads before the current batch's
- *   additions (two batches' registers, used in turn), so that a warp's loads are in
- *   flight while it adds; the additions are the same batches' in the same order.
- * BN_SUMS_SHARED_ACC: 1 keeps a thread's double sums (2 · V doubles, a quarter of its
- *   registers at V = 8) in its own slots of sh, where the block's lane sum reads them,
- *   instead of registers: the same double additions on the same values, done once a
- *   float run.
- * BN_SUMS_START_LOADS_FIRST: 1 issues the block start's loads of a, the skip and the
- *   mask for a whole batch before its first dx store (otherwise each row's loads wait
- *   behind the previous row's store, which the compiler may not pass: dx may be a or
- *   the skip). A row's elements are read and written by one thread only, each read
- *   before its write; the values, dx and the sums are bn_start_row's, widened as
- *   bn_load_row widens.
- * BN_SUMS_MOMENTS_BYTES, BN_SUMS_BACKWARD_BYTES, BN_SUMS_START_BYTES: BnBatch's bytes
- *   of x a thread (128, 64, 32); a batch is at most 8 rows and divides a float run. */
-#ifndef BN_SUMS_BLOCKS
-#define BN_SUMS_BLOCKS 2
-#endif
-#ifndef BN_SUMS_BLOCKS_MOMENTS
-#define BN_SUMS_BLOCKS_MOMENTS BN_SUMS_BLOCKS
-#endif
-#ifndef BN_SUMS_BLOCKS_BACKWARD
-#define BN_SUMS_BLOCKS_BACKWARD BN_SUMS_BLOCKS
-#endif
-#ifndef BN_SUMS_BLOCKS_START
-#define BN_SUMS_BLOCKS_START BN_SUMS_BLOCKS
-#endif
-#ifndef BN_SUMS_PREFETCH
-#define BN_SUMS_PREFETCH 0
-#endif
-#ifndef BN_SUMS_SHARED_ACC
-#define BN_SUMS_SHARED_ACC 0
-#endif
-#ifndef BN_SUMS_START_LOADS_FIRST
-#define BN_SUMS_START_LOADS_FIRST 0
-#endif
-#ifndef BN_SUMS_MOMENTS_BYTES
-#define BN_SUMS_MOMENTS_BYTES 128
-#endif
-#ifndef BN_SUMS_BACKWARD_BYTES
-#define BN_SUMS_BACKWARD_BYTES 64
-#endif
-#ifndef BN_SUMS_START_BYTES
-#define BN_SUMS_START_BYTES 32
-#endif
-
-/* A thread's double sums a0[j], a1[j] (channel j) are registers, written to sh for the
- * block's lane sum at the end; with BN_SUMS_SHARED_ACC they live in those slots of sh
- * from the start, sh[lane · 2 · span + which · span + j · ct + cl] (p: which 0, j 0). */
-template <int V>
-struct BnShAcc {
+/* The backward passes' double sums (SHARED): the thread's own slots of sh, p[which ·
+ * span + j · ct] = sh[lane · 2 · span + which · span + j · ct + cl] for its channel j,
+ * where the block's lane sum reads them, zeroed here. Unused (SHARED false) in the
+ * moments, whose sums are registers. */
+template <int V, bool SHARED>
+struct BnSharedSums {
   double *p;
   int ct, span;
-  __device__ __forceinline__ BnShAcc(double *sh, const BnSumShape &s, int lane, int cl, bool mine)
+  __device__ __forceinline__ BnSharedSums(double *sh, const BnSumShape &s, int lane, int cl,
+                                          bool mine)
       : p(sh + (size_t)lane * 2 * s.span + cl), ct(s.ct), span(s.span)
   {
-    if (BN_SUMS_SHARED_ACC && mine)
+    if (SHARED && mine)
       for (int j = 0; j < V; j++)
         p[j * ct] = p[span + j * ct] = 0.0;
   }
 };
 
-/* bn_sums_flush into the registers a0, a1 or into sh (BN_SUMS_SHARED_ACC). */
-template <int V>
+/* The float run into the double sums, once `rows` reach BN_FLOAT_RUN (or always, at
+ * the end): into the registers a0, a1, or (SHARED) into sa's slots of sh. */
+template <int V, bool SHARED>
 __device__ __forceinline__ void
-bn_sums_flush_to(double *a0, double *a1, const BnShAcc<V> &sa, float *f0, float *f1, int *rows,
-                 bool always)
+bn_sums_flush(double *a0, double *a1, const BnSharedSums<V, SHARED> &sa, float *f0, float *f1,
+              int *rows, bool always)
 {
-  if (!BN_SUMS_SHARED_ACC) {
-    bn_sums_flush<V>(a0, a1, f0, f1, rows, always);
-    return;
-  }
   if (!always && *rows < BN_FLOAT_RUN)
     return;
   for (int j = 0; j < V; j++) {
-    sa.p[j * sa.ct] += (double)f0[j];
-    sa.p[sa.span + j * sa.ct] += (double)f1[j];
+    if (SHARED) {
+      sa.p[j * sa.ct] += (double)f0[j];
+      sa.p[sa.span + j * sa.ct] += (double)f1[j];
+    } else {
+      a0[j] += (double)f0[j];
+      a1[j] += (double)f1[j];
+    }
     f0[j] = f1[j] = 0.0f;
   }
   *rows = 0;
@@ -421,62 +325,26 @@ bn_sums_flush_to(double *a0, double *a1, const BnShAcc<V> &sa, float *f0, float 
 template <int MODE, int V, typename X>
 struct BnBatch {
   static constexpr int raw =
-      (MODE == SUM_SHIFTED ? BN_SUMS_MOMENTS_BYTES
-       : (MODE & SUM_START) ? BN_SUMS_START_BYTES
-                            : BN_SUMS_BACKWARD_BYTES) /
-      (V * (int)sizeof(X));
+      (MODE == SUM_SHIFTED ? 128 : (MODE & SUM_START) ? 32 : 64) / (V * (int)sizeof(X));
   static constexpr int rows = raw < 1 ? 1 : raw > 8 ? 8 : raw;
 };
 
-/* One batch's loads, all issued before any of its additions or dx stores
- * (BN_SUMS_PREFETCH, BN_SUMS_START_LOADS_FIRST): x's B rows and dy's, or the block
- * start's a, skip and mask. */
-template <int MODE, int V, typename X, typename D, int B>
-struct BnLoads {
-  BnRow<V, X> x[B];
-  BnRow<V, D> d[B];
-  BnStartRows<V, D> st[(MODE & SUM_START) ? B : 1];
-  __device__ __forceinline__ void load(const BnSumArgs<X, D> &a, size_t at, size_t step)
-  {
-#pragma unroll
-    for (int r = 0; r < B; r++) {
-      x[r].load(a.x + at + r * step, a.aligned);
-      if (!(MODE & SUM_START) && MODE != SUM_SHIFTED)
-        d[r].load(a.dy + at + r * step, a.aligned);
-    }
-    if (MODE & SUM_START)
-#pragma unroll
-      for (int r = 0; r < B; r++)
-        st[r % ((MODE & SUM_START) ? B : 1)].load(a, at + r * step);
-  }
-};
-
-/* A loaded batch's rows into the float run, in row order (the block start's dx stored
- * as each row is made). */
-template <int MODE, int V, typename X, typename D, int B>
-__device__ __forceinline__ void
-bn_sums_batch(float *f0, float *f1, const BnLoads<MODE, V, X, D, B> &l,
-              const BnSumArgs<X, D> &a, size_t at, size_t step, const float *k,
-              const float *m, const float *is, const float *scale, const float *shift)
-{
-#pragma unroll
-  for (int r = 0; r < B; r++) {
-    float v[V], g[V];
-    l.x[r].get(v);
-    if (MODE & SUM_START)
-      bn_start_row<V>(g, a, at + r * step, l.st[r % ((MODE & SUM_START) ? B : 1)]);
-    else if (MODE != SUM_SHIFTED)
-      l.d[r].get(g);
-    bn_sums_row<SUM_BASE(MODE), V>(f0, f1, v, g, k, m, is, scale, shift);
-  }
-}
-
+/* Where each pass keeps what, all three at two blocks an SM. The backward passes keep
+ * a thread's double sums (2 · V doubles, a quarter of its registers at V = 8) in its own
+ * slots of sh, where the block's lane sum reads them: that frees the registers whose
+ * lack made the block start's ReLU instantiation spill. The moments keep theirs in
+ * registers, about 11 % faster (34.4 against 38.4 µs at 524288 × 64 on an H100). The
+ * block start's pass loads a whole batch's a, skip and mask before its first dx store
+ * (BnStartRow): with the shared sums, 152 → 122 µs at 524288 × 64 on an H100 (82 → 67
+ * at 131072 × 128), the backward sums 60.1 → 58.8. None of it changes a bit: each
+ * thread adds its rows in ascending order (batch after batch, a batch's rows in order)
+ * in float runs of BN_FLOAT_RUN rows, each run into the same double sum, and the
+ * block's lanes, the groups and the sets are added in the same order either way. */
 template <int MODE, int V, typename X, typename D>
-__global__ void __launch_bounds__(BN_THREADS, MODE == SUM_SHIFTED ? BN_SUMS_BLOCKS_MOMENTS
-                                              : (MODE & SUM_START) ? BN_SUMS_BLOCKS_START
-                                                                   : BN_SUMS_BLOCKS_BACKWARD)
+__global__ void __launch_bounds__(BN_THREADS, 2)
 bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
 {
+  constexpr bool shared_sums = MODE != SUM_SHIFTED;
   __shared__ double sh[BN_THREADS * 2 * V];
   int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
   int tile = blockIdx.y, group = blockIdx.x;
@@ -490,7 +358,7 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
     a0[j] = a1[j] = 0.0;
     f0[j] = f1[j] = 0.0f;
   }
-  BnShAcc<V> sa(sh, s, lane, cl, lane < s.rl);
+  BnSharedSums<V, shared_sums> acc(sh, s, lane, cl, lane < s.rl);
   if (ch < C && lane < s.rl) {
     float k[V], m[V], is[V], scale[V], shift[V];
     if (MODE == SUM_SHIFTED)
@@ -507,100 +375,50 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
     size_t step = (size_t)gridDim.x * s.rl * C;
     size_t at = ((size_t)group * s.rl + lane) * C + ch, end = (size_t)a.rows * C;
     /* Whole batches: every load first, then the additions in row order. */
-    constexpr bool early =
-        BN_SUMS_PREFETCH || ((MODE & SUM_START) && BN_SUMS_START_LOADS_FIRST);
-    typedef BnLoads<MODE, V, X, D, B> Loads;
-    if constexpr (early && BN_SUMS_PREFETCH) {
-      /* Two batches' registers in turn: the next batch's loads, then this one's sums. */
-      if (at + (B - 1) * step < end) {
-        Loads l0, l1;
-        l0.load(a, at, step);
-        for (;;) {
-          size_t next = at + B * step;
-          bool more = next + (B - 1) * step < end;
-          if (more)
-            l1.load(a, next, step);
-          bn_sums_batch<MODE, V>(f0, f1, l0, a, at, step, k, m, is, scale, shift);
-          run += B;
-          bn_sums_flush_to<V>(a0, a1, sa, f0, f1, &run, false);
-          at = next;
-          if (!more)
-            break;
-          next = at + B * step;
-          more = next + (B - 1) * step < end;
-          if (more)
-            l0.load(a, next, step);
-          bn_sums_batch<MODE, V>(f0, f1, l1, a, at, step, k, m, is, scale, shift);
-          run += B;
-          bn_sums_flush_to<V>(a0, a1, sa, f0, f1, &run, false);
-          at = next;
-          if (!more)
-            break;
-        }
-      }
-    } else if constexpr (early) {
-      for (; at + (B - 1) * step < end; at += B * step) {
-        Loads l;
-        l.load(a, at, step);
-        bn_sums_batch<MODE, V>(f0, f1, l, a, at, step, k, m, is, scale, shift);
-        run += B;
-        bn_sums_flush_to<V>(a0, a1, sa, f0, f1, &run, false);
-      }
-    }
-    for (; !early && MODE & SUM_START && at + (B - 1) * step < end; at += B * step) {
-      BnRow<V, X> xr[B];
-      float gs[B][V];
-#pragma unroll
-      for (int r = 0; r < B; r++)
-        xr[r].load(a.x + at + r * step, a.aligned);
-#pragma unroll
-      for (int r = 0; r < B; r++)
-        bn_start_row<V>(gs[r], a, at + r * step);
-#pragma unroll
-      for (int r = 0; r < B; r++) {
-        float v[V];
-        xr[r].get(v);
-        bn_sums_row<SUM_BASE(MODE), V>(f0, f1, v, gs[r], k, m, is, scale, shift);
-      }
-      run += B;
-      bn_sums_flush_to<V>(a0, a1, sa, f0, f1, &run, false);
-    }
-    for (; !early && !(MODE & SUM_START) && at + (B - 1) * step < end; at += B * step) {
+    for (; at + (B - 1) * step < end; at += B * step) {
       BnRow<V, X> xr[B];
       BnRow<V, D> dr[B];
+      BnStartRow<V, D> st[B];
 #pragma unroll
       for (int r = 0; r < B; r++) {
         xr[r].load(a.x + at + r * step, a.aligned);
-        if (MODE != SUM_SHIFTED)
+        if (MODE != SUM_SHIFTED && !(MODE & SUM_START))
           dr[r].load(a.dy + at + r * step, a.aligned);
       }
+      if (MODE & SUM_START)
+#pragma unroll
+        for (int r = 0; r < B; r++)
+          st[r].load(a, at + r * step);
 #pragma unroll
       for (int r = 0; r < B; r++) {
         float v[V], g[V];
         xr[r].get(v);
-        if (MODE != SUM_SHIFTED)
+        if (MODE & SUM_START)
+          bn_start_row<V>(g, a, at + r * step, &st[r]);
+        else if (MODE != SUM_SHIFTED)
           dr[r].get(g);
         bn_sums_row<SUM_BASE(MODE), V>(f0, f1, v, g, k, m, is, scale, shift);
       }
       run += B;
-      bn_sums_flush_to<V>(a0, a1, sa, f0, f1, &run, false);
+      bn_sums_flush<V, shared_sums>(a0, a1, acc, f0, f1, &run, false);
     }
     for (; at < end; at += step) {
       float v[V], g[V];
       bn_load_row<V>(v, a.x + at, a.aligned);
-      if (MODE & SUM_START)
-        bn_start_row<V>(g, a, at);
-      else if (MODE != SUM_SHIFTED)
+      if (MODE & SUM_START) {
+        bn_start_row<V, X, D>(g, a, at, NULL);
+      } else if (MODE != SUM_SHIFTED) {
         bn_load_row<V>(g, a.dy + at, a.aligned);
+      }
       bn_sums_row<SUM_BASE(MODE), V>(f0, f1, v, g, k, m, is, scale, shift);
       run++;
-      bn_sums_flush_to<V>(a0, a1, sa, f0, f1, &run, false);
+      bn_sums_flush<V, shared_sums>(a0, a1, acc, f0, f1, &run, false);
     }
-    bn_sums_flush_to<V>(a0, a1, sa, f0, f1, &run, true);
+    bn_sums_flush<V, shared_sums>(a0, a1, acc, f0, f1, &run, true);
   }
   /* The row lanes in order. sh[lane][i], i = which · span + j · ct + cl for the
    * thread's channel j (so that a warp's stores fall in distinct banks). */
-  if (!BN_SUMS_SHARED_ACC && lane < s.rl)
+  if (!shared_sums && lane < s.rl)
     for (int j = 0; j < V; j++) {
       sh[(size_t)lane * 2 * s.span + j * s.ct + cl] = a0[j];
       sh[(size_t)lane * 2 * s.span + s.span + j * s.ct + cl] = a1[j];
