@@ -6,8 +6,8 @@
  * read, written through nor replaced, and that is said once. A replica's remembered
  * workspace read back from the file, and none from a damaged file, a partial one or a
  * line that is not a number of bytes. Candidate names read back, and a file naming
- * no candidate ignored; a file of version 4 (choices made before the screen) ignored
- * and rebuilt. Reading and damaged files of choices are
+ * no candidate ignored; a file of version 4 (choices made before the screen) or 5
+ * (float32 choices within a 64-MiB slack) ignored and rebuilt. Reading and damaged files of choices are
  * tests/gpu/test-cudnn.c's /cudnn/conv-cache. */
 #include "tdm-backend-cuda-conv-cache.h"
 #include "remove-tree.h"
@@ -83,7 +83,7 @@ test_written_beside(void)
   tdm_conv_cache_store(MODEL, LINE, "cudnn:e7:r0:f", 0.012);
   tdm_conv_cache_store(MODEL, "wgrad n2", "own:dgrad", 0.5);
   g_autofree char *text = contents(path);
-  g_assert_cmpstr(text, ==, "tandem-conv-choices 5\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
+  g_assert_cmpstr(text, ==, "tandem-conv-choices 6\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
                             "wgrad n2\town:dgrad\t0.500000\n");
   g_assert_cmpuint(others_in_dir(NULL), ==, 0);
   g_assert_cmpuint(messages->len, ==, 0);
@@ -130,7 +130,7 @@ test_candidate_names(void)
                            "cudnn:e62:r0", "own:bwd", "im2col:n32"};
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     fresh();
-    g_autofree char *text = g_strdup_printf("tandem-conv-choices 5\n"
+    g_autofree char *text = g_strdup_printf("tandem-conv-choices 6\n"
                                             "%s\tcudnn:e62:r0:h:n32\t0.35\n"
                                             LINE "\t%s\t0.5\n", key, damaged[i]);
     g_assert_true(g_file_set_contents(path, text, -1, NULL));
@@ -141,35 +141,39 @@ test_candidate_names(void)
     g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "names no candidate"));
     tdm_conv_cache_store(MODEL, LINE, "im2col", 1.0);
     g_autofree char *rewritten = contents(path);
-    g_assert_cmpstr(rewritten, ==, "tandem-conv-choices 5\n" LINE "\tim2col\t1.000000\n");
+    g_assert_cmpstr(rewritten, ==, "tandem-conv-choices 6\n" LINE "\tim2col\t1.000000\n");
   }
 }
 
 /* Version 4's choices were made before the screen (tdm-backend-cuda-conv-screen.h) and
  * may name a candidate it now leaves out (cuDNN's engine 62 for a 1×1 weight gradient
- * written as bf16, the bn-input-chunks case): such a file is ignored whole, said once,
- * and written anew as version 5 at the next choice, whose own lines read back. */
+ * written as bf16, the bn-input-chunks case); version 5's float32 choices within a
+ * 64-MiB slack, without the cuDNN plans that need more. Either file is ignored whole,
+ * said once, and written anew as version 6 at the next choice, whose own lines read
+ * back. */
 static void
-test_version_before_screen(void)
+test_version_before(void)
 {
   const char *key = "wgrad n64 h128 w128 c64 o16 k1 p0 s1 bf16 bn x16";
-  fresh();
-  g_autofree char *old =
-      g_strdup_printf("tandem-conv-choices 4\n%s\tcudnn:e62:r0:h\t0.2\n", key);
-  g_assert_true(g_file_set_contents(path, old, -1, NULL));
-  tdm_conv_cache_reset();
-  g_assert_null(tdm_conv_cache_lookup(MODEL, key));
-  g_assert_cmpuint(messages->len, ==, 1);
-  g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
-  tdm_conv_cache_store(MODEL, key, "im2col", 0.3);
-  g_autofree char *rewritten = contents(path);
-  g_autofree char *expected =
-      g_strdup_printf("tandem-conv-choices 5\n%s\tim2col\t0.300000\n", key);
-  g_assert_cmpstr(rewritten, ==, expected);
-  tdm_conv_cache_reset();
-  g_autofree char *name = tdm_conv_cache_lookup(MODEL, key);
-  g_assert_cmpstr(name, ==, "im2col");
-  g_assert_cmpuint(messages->len, ==, 1);
+  for (int version = 4; version <= 5; version++) {
+    fresh();
+    g_autofree char *old =
+        g_strdup_printf("tandem-conv-choices %d\n%s\tcudnn:e62:r0:h\t0.2\n", version, key);
+    g_assert_true(g_file_set_contents(path, old, -1, NULL));
+    tdm_conv_cache_reset();
+    g_assert_null(tdm_conv_cache_lookup(MODEL, key));
+    g_assert_cmpuint(messages->len, ==, 1);
+    g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
+    tdm_conv_cache_store(MODEL, key, "im2col", 0.3);
+    g_autofree char *rewritten = contents(path);
+    g_autofree char *expected =
+        g_strdup_printf("tandem-conv-choices 6\n%s\tim2col\t0.300000\n", key);
+    g_assert_cmpstr(rewritten, ==, expected);
+    tdm_conv_cache_reset();
+    g_autofree char *name = tdm_conv_cache_lookup(MODEL, key);
+    g_assert_cmpstr(name, ==, "im2col");
+    g_assert_cmpuint(messages->len, ==, 1);
+  }
 }
 
 /* Two stores and the file's place as it was: the refusal said once, naming it. */
@@ -211,7 +215,7 @@ test_workspace_remembered(void)
 
   /* A workspace line whose bytes are not a whole number: none remembered. */
   g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, plan, -1);
-  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 5\nworkspace %s\t12kB\t0\n",
+  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 6\nworkspace %s\t12kB\t0\n",
                                          digest);
   g_assert_true(g_file_set_contents(path, bad, -1, NULL));
   tdm_conv_cache_reset();
@@ -219,7 +223,7 @@ test_workspace_remembered(void)
 
   /* A damaged file (a line of two fields) is ignored whole. */
   g_autofree char *damaged = g_strdup_printf(
-      "tandem-conv-choices 5\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
+      "tandem-conv-choices 6\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
   g_assert_true(g_file_set_contents(path, damaged, -1, NULL));
   tdm_conv_cache_reset();
   g_assert_false(tdm_conv_cache_lookup_workspace(MODEL, plan, &bytes));
@@ -227,7 +231,7 @@ test_workspace_remembered(void)
   g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
   /* The same lines, well formed: remembered. */
   g_autofree char *good = g_strdup_printf(
-      "tandem-conv-choices 5\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
+      "tandem-conv-choices 6\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
       digest);
   g_assert_true(g_file_set_contents(path, good, -1, NULL));
   tdm_conv_cache_reset();
@@ -253,7 +257,7 @@ test_link_to_a_file(void)
 {
   fresh();
   g_autofree char *target = g_build_filename(dir, "notes.txt", NULL);
-  const char *mine = "tandem-conv-choices 5\n" LINE "\town:fwd\t0.250000\n";
+  const char *mine = "tandem-conv-choices 6\n" LINE "\town:fwd\t0.250000\n";
   g_assert_true(g_file_set_contents(target, mine, -1, NULL));
   g_assert_cmpint(symlink(target, path), ==, 0);
   /* Neither read through the link… */
@@ -295,7 +299,7 @@ main(int argc, char **argv)
   g_test_add_func("/conv-cache/dangling-link", test_dangling_link);
   g_test_add_func("/conv-cache/workspace-remembered", test_workspace_remembered);
   g_test_add_func("/conv-cache/candidate-names", test_candidate_names);
-  g_test_add_func("/conv-cache/version-before-screen", test_version_before_screen);
+  g_test_add_func("/conv-cache/older-versions", test_version_before);
   g_test_add_func("/conv-cache/link-to-a-file", test_link_to_a_file);
   g_test_add_func("/conv-cache/not-a-file", test_not_a_file);
   int status = g_test_run();

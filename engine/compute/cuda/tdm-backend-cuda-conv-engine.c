@@ -22,7 +22,7 @@
  * need; each other candidate's result, left in the call's output by its timed runs, is
  * measured against that copy (tdm_backend_deviation(), ‖c − r‖₂ / ‖r‖₂) and left out
  * when it lies further than both results' roundings and float32 sums allow. The
- * choice is the fastest of those kept; the disk cache (version 5) holds only such
+ * choice is the fastest of those kept; the disk cache (version 6) holds only such
  * choices.
  */
 #include "tdm-backend-cuda-conv-engine.h"
