@@ -10,5 +10,6 @@ typedef enum {
   TDM_PRECISION_TF32,   /* TensorFloat-32 GEMMs where the device has them */
   TDM_PRECISION_BF16,   /* bfloat16 GEMMs and convolutions with float32 accumulation,
                          * float32 master weights, optimizer state and BN statistics;
-                         * GPUs only (the CPU backend refuses it) */
+                         * on CPU workers the reference the GPU's are checked against
+                         * (docs/ARCHITECTURE.md, "bf16 on the CPU") */
 } TdmPrecision;

@@ -2,12 +2,16 @@
 /* test-window-form.c — the form's number fields as a person types into them: text
  * that is not a number, or a number out of range, stays as typed with a message
  * under it, the value keeps what it was, and Start waits; a good number puts it all
- * back. Batch, epochs, learning rate and the CPU's workers. */
+ * back. Batch, epochs, learning rate and the CPU's workers. The precision's row: the
+ * engine's default, each choice said under it, into the run's configuration, and kept
+ * for the next window. */
 #include <string.h>
 #include <adwaita.h>
 #include "tdm-application.h"
+#include "tdm-build-config.h"
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-row.h"
+#include "tdm-form-choices.h"
 #include "tdm-run-form.h"
 #include "tdm-devices-page.h"
 #include "tdm-window.h"
@@ -147,6 +151,90 @@ test_number_fields(void)
   reset_settings();
 }
 
+/* The run's configuration as the form would start it. */
+static TdmConfig *
+form_config(TdmWindow *window)
+{
+  g_autoptr(GError) error = NULL;
+  TdmConfig *config = tdm_run_form_build_config(window_child(window, "sidebar"), &error);
+
+  g_assert_no_error(error);
+  return config;
+}
+
+static void
+test_precision(void)
+{
+  TdmWindow *window;
+  AdwComboRow *row;
+
+  reset_settings();
+  window = new_window();
+  row = window_child(window, "precision_dropdown");
+  {
+    /* The engine's default, tandem-train's too. */
+    g_autoptr(TdmConfig) defaults = tdm_config_new();
+    g_autoptr(TdmConfig) config = form_config(window);
+
+    g_assert_cmpint(adw_combo_row_get_selected(row), ==, defaults->precision);
+    g_assert_cmpint(config->precision, ==, TDM_PRECISION_FP32);
+    g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "reference"));
+  }
+
+  adw_combo_row_set_selected(row, TDM_PRECISION_BF16);
+  drain();
+  g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "Bfloat16"));
+  g_assert_true(tdm_window_get_can_start(window));
+  {
+    g_autoptr(TdmConfig) config = form_config(window);
+    g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
+    g_autofree char *kept = g_settings_get_string(settings, "precision");
+
+    g_assert_cmpint(config->precision, ==, TDM_PRECISION_BF16);
+    g_assert_cmpstr(kept, ==, "bf16");
+  }
+  {
+    /* The estimate follows: a BN ResNet's activations stored as bf16 take less. */
+    AdwComboRow *network = window_child(window, "network_dropdown");
+    TdmMemoryEvent bf16 = {0}, fp32 = {0};
+    gboolean fits;
+    int largest;
+
+    for (guint i = 0; i < tdm_form_network_custom_index(); i++)
+      if (g_str_equal(tdm_form_network_id(i), "resnet"))
+        adw_combo_row_set_selected(network, i);
+    g_assert_true(wait_for(can_start, window, 60));
+    g_assert_true(tdm_run_form_estimate_memory(window_child(window, "sidebar"), &bf16, &fits,
+                                               &largest, NULL));
+    adw_combo_row_set_selected(row, TDM_PRECISION_FP32);
+    drain();
+    g_assert_true(tdm_run_form_estimate_memory(window_child(window, "sidebar"), &fp32, &fits,
+                                               &largest, NULL));
+    g_test_message("resnet activations: bf16 %" G_GUINT64_FORMAT ", fp32 %" G_GUINT64_FORMAT,
+                   bf16.device[0].activations, fp32.device[0].activations);
+    g_assert_cmpuint(bf16.device[0].activations, <, fp32.device[0].activations);
+  }
+  adw_combo_row_set_selected(row, TDM_PRECISION_TF32);
+  drain();
+  g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "TensorFloat-32"));
+  adw_combo_row_set_selected(row, TDM_PRECISION_BF16);
+  drain();
+  destroy_window(window);
+
+  /* The next window starts from the choice. */
+  window = new_window();
+  row = window_child(window, "precision_dropdown");
+  g_assert_cmpint(adw_combo_row_get_selected(row), ==, TDM_PRECISION_BF16);
+  g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "Bfloat16"));
+  {
+    g_autoptr(TdmConfig) config = form_config(window);
+
+    g_assert_cmpint(config->precision, ==, TDM_PRECISION_BF16);
+  }
+  destroy_window(window);
+  reset_settings();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -155,5 +243,6 @@ main(int argc, char **argv)
   window_test_init(&argc, &argv);
 
   g_test_add_func("/window-form/number-fields", test_number_fields);
+  g_test_add_func("/window-form/precision", test_precision);
   return g_test_run();
 }

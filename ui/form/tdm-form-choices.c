@@ -82,6 +82,18 @@ batchnorm_title (int value)
   return tdm_choice_name (TDM_TYPE_BATCH_NORM, value);
 }
 
+static const char *
+precision_title (int value)
+{
+  switch ((TdmPrecision) value)
+    {
+    case TDM_PRECISION_FP32: return _("Float32");
+    case TDM_PRECISION_TF32: return _("TF32");
+    case TDM_PRECISION_BF16: return _("Bfloat16");
+    }
+  return tdm_choice_name (TDM_TYPE_PRECISION, value);
+}
+
 GListModel *
 tdm_form_choice_model (GType type)
 {
@@ -92,6 +104,8 @@ tdm_form_choice_model (GType type)
     title = strategy_title;
   else if (type == TDM_TYPE_BATCH_NORM)
     title = batchnorm_title;
+  else if (type == TDM_TYPE_PRECISION)
+    title = precision_title;
   else
     g_return_val_if_fail (type == TDM_TYPE_OPTIMIZER_KIND, G_LIST_MODEL (list));
 

@@ -26,7 +26,7 @@ tdm_run_form_build_config (TdmRunForm  *self,
                            GError     **error)
 {
   g_autoptr(TdmConfig) config = NULL;
-  guint network, optimizer, strategy, batchnorm;
+  guint network, optimizer, strategy, batchnorm, precision;
 
   g_return_val_if_fail (TDM_IS_RUN_FORM (self), NULL);
 
@@ -35,6 +35,7 @@ tdm_run_form_build_config (TdmRunForm  *self,
   optimizer = adw_combo_row_get_selected (self->optimizer_dropdown);
   strategy = adw_combo_row_get_selected (self->strategy_dropdown);
   batchnorm = adw_combo_row_get_selected (self->batchnorm_dropdown);
+  precision = adw_combo_row_get_selected (self->precision_dropdown);
 
   g_free (config->dataset);
   config->dataset = g_strdup (tdm_dataset_chooser_get_source (self->dataset_chooser));
@@ -76,6 +77,8 @@ tdm_run_form_build_config (TdmRunForm  *self,
     config->strategy = (TdmStrategy) strategy;
   if (batchnorm < tdm_choice_count (TDM_TYPE_BATCH_NORM))
     config->batchnorm = (TdmBatchNorm) batchnorm;
+  if (precision < tdm_choice_count (TDM_TYPE_PRECISION))
+    config->precision = (TdmPrecision) precision;
 
   if (!tdm_config_validate (config, error))
     return NULL;

@@ -40,6 +40,7 @@ struct _TdmRunForm
   GtkSpinButton     *lr_spin;
   AdwComboRow       *strategy_dropdown;
   AdwComboRow       *batchnorm_dropdown;
+  AdwComboRow       *precision_dropdown;
 
   GSettings         *settings;
   char              *custom_spec;

@@ -505,6 +505,26 @@ tdm_run_form_batchnorm_changed (TdmRunForm *self)
 }
 
 static void
+tdm_run_form_precision_changed (TdmRunForm *self)
+{
+  const char *what = NULL;
+
+  switch ((TdmPrecision) adw_combo_row_get_selected (self->precision_dropdown))
+    {
+    case TDM_PRECISION_FP32:
+      what = _("Every product in float32: the reference");
+      break;
+    case TDM_PRECISION_TF32:
+      what = _("Matrix products on TensorFloat-32 tensor cores where the GPU has them");
+      break;
+    case TDM_PRECISION_BF16:
+      what = _("Bfloat16 activations, float32 weights: the fastest on GPUs with bfloat16 tensor cores");
+      break;
+    }
+  adw_action_row_set_subtitle (ADW_ACTION_ROW (self->precision_dropdown), what != NULL ? what : "");
+}
+
+static void
 tdm_run_form_optimizer_changed (TdmRunForm *self)
 {
   guint selected = adw_combo_row_get_selected (self->optimizer_dropdown);
@@ -567,6 +587,7 @@ tdm_run_form_restore (TdmRunForm *self)
   bind_choice (self, "optimizer", self->optimizer_dropdown, TDM_TYPE_OPTIMIZER_KIND);
   bind_choice (self, "strategy", self->strategy_dropdown, TDM_TYPE_STRATEGY);
   bind_choice (self, "batchnorm", self->batchnorm_dropdown, TDM_TYPE_BATCH_NORM);
+  bind_choice (self, "precision", self->precision_dropdown, TDM_TYPE_PRECISION);
 
   self->custom_spec = g_settings_get_string (self->settings, "spec");
   network = g_settings_get_string (self->settings, "network");
@@ -743,6 +764,7 @@ tdm_run_form_class_init (TdmRunFormClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, lr_spin);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, strategy_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TdmRunForm, batchnorm_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TdmRunForm, precision_dropdown);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
 }
 
@@ -797,10 +819,12 @@ tdm_run_form_init (TdmRunForm *self)
     g_autoptr(GListModel) optimizers = tdm_form_choice_model (TDM_TYPE_OPTIMIZER_KIND);
     g_autoptr(GListModel) strategies = tdm_form_choice_model (TDM_TYPE_STRATEGY);
     g_autoptr(GListModel) batchnorms = tdm_form_choice_model (TDM_TYPE_BATCH_NORM);
+    g_autoptr(GListModel) precisions = tdm_form_choice_model (TDM_TYPE_PRECISION);
 
     adw_combo_row_set_model (self->optimizer_dropdown, optimizers);
     adw_combo_row_set_model (self->strategy_dropdown, strategies);
     adw_combo_row_set_model (self->batchnorm_dropdown, batchnorms);
+    adw_combo_row_set_model (self->precision_dropdown, precisions);
   }
   {
     /* The engine's default batch until the settings (whose default is the same,
@@ -829,6 +853,13 @@ tdm_run_form_init (TdmRunForm *self)
   g_signal_connect_object (self->batchnorm_dropdown, "notify::selected",
                            G_CALLBACK (tdm_run_form_batchnorm_changed), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->precision_dropdown, "notify::selected",
+                           G_CALLBACK (tdm_run_form_precision_changed), self,
+                           G_CONNECT_SWAPPED);
+  /* The precision changes what a replica needs: the memory estimate follows. */
+  g_signal_connect_object (self->precision_dropdown, "notify::selected",
+                           G_CALLBACK (tdm_run_form_update), self,
+                           G_CONNECT_SWAPPED);
   /* The strategy decides where the optimizer's state lives. */
   g_signal_connect_object (self->strategy_dropdown, "notify::selected",
                            G_CALLBACK (tdm_run_form_update), self,
@@ -837,6 +868,7 @@ tdm_run_form_init (TdmRunForm *self)
   tdm_run_form_update (self);
   tdm_run_form_network_changed (self);
   tdm_run_form_batchnorm_changed (self);
+  tdm_run_form_precision_changed (self);
 }
 
 int
