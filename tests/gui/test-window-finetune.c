@@ -54,16 +54,6 @@ window_with_spec(const char *spec)
   return window;
 }
 
-static TdmConfig *
-build_config(TdmWindow *window)
-{
-  g_autoptr(GError) error = NULL;
-  TdmConfig *config = tdm_run_form_build_config(window_child(window, "sidebar"), &error);
-
-  g_assert_no_error(error);
-  return config;
-}
-
 static void
 test_report(void)
 {
@@ -84,7 +74,7 @@ test_report(void)
   g_assert_true(g_str_has_prefix(tdm_finetune_group_get_report(group), "loaded "));
   g_assert_null(strstr(tdm_finetune_group_get_report(group), "skipped"));
   g_assert_true(tdm_run_form_get_ready(window_child(window, "sidebar")));
-  config = build_config(window);
+  config = window_config(window);
   g_assert_cmpstr(config->init_path, ==, weights);
 
   /* Another network: the report is worked out again, and these weights do not fit
@@ -115,7 +105,7 @@ test_report(void)
   g_assert_null(tdm_finetune_group_get_error(group));
   g_assert_true(tdm_run_form_get_ready(window_child(window, "sidebar")));
   g_clear_pointer(&config, tdm_config_free);
-  config = build_config(window);
+  config = window_config(window);
   g_assert_null(config->init_path);
   drop_window(window);
 }
@@ -172,7 +162,7 @@ test_choices(void)
   group = window_child(window, "finetune_group");
 
   /* By default nothing is frozen and the network's recipe normalizes. */
-  config = build_config(window);
+  config = window_config(window);
   g_assert_false(config->train_head);
   g_assert_null(config->freeze);
   g_assert_null(config->normalize);
@@ -180,7 +170,7 @@ test_choices(void)
 
   tdm_finetune_group_set_freeze(group, TDM_FREEZE_CHOICE_BACKBONE, NULL);
   tdm_finetune_group_set_normalize(group, TDM_NORMALIZE_CHOICE_DATASET);
-  config = build_config(window);
+  config = window_config(window);
   g_assert_true(config->train_head);
   g_assert_null(config->freeze);
   g_assert_cmpstr(config->normalize, ==, "dataset");
@@ -189,7 +179,7 @@ test_choices(void)
   tdm_finetune_group_set_freeze(group, TDM_FREEZE_CHOICE_CUSTOM, " conv1, bn1  ");
   tdm_finetune_group_set_normalize(group, TDM_NORMALIZE_CHOICE_IMAGENET);
   tdm_finetune_group_set_weights(group, weights);
-  config = build_config(window);
+  config = window_config(window);
   g_assert_false(config->train_head);
   g_assert_cmpuint(g_strv_length(config->freeze), ==, 2);
   g_assert_cmpstr(config->freeze[0], ==, "conv1");
@@ -213,7 +203,7 @@ test_choices(void)
   window = window_with_spec(SPEC);
   group = window_child(window, "finetune_group");
   g_assert_cmpstr(tdm_finetune_group_get_weights(group), ==, weights);
-  config = build_config(window);
+  config = window_config(window);
   g_assert_cmpstr(config->init_path, ==, weights);
   g_assert_cmpuint(g_strv_length(config->freeze), ==, 2);
   g_assert_cmpstr(config->normalize, ==, "imagenet");
@@ -446,7 +436,7 @@ test_folder_size(void)
   g_assert_true(wait_for(decoded_at_224, window, 60));
   tdm_dataset_chooser_get_image_options(window_child(window, "dataset_chooser"), &size, &channels);
   g_assert_cmpint(size, ==, 224);
-  config = build_config(window);
+  config = window_config(window);
   g_assert_cmpint(config->image_size, ==, 224);
   tdm_config_free(config);
 

@@ -151,17 +151,6 @@ test_number_fields(void)
   reset_settings();
 }
 
-/* The run's configuration as the form would start it. */
-static TdmConfig *
-form_config(TdmWindow *window)
-{
-  g_autoptr(GError) error = NULL;
-  TdmConfig *config = tdm_run_form_build_config(window_child(window, "sidebar"), &error);
-
-  g_assert_no_error(error);
-  return config;
-}
-
 static void
 test_precision(void)
 {
@@ -174,7 +163,7 @@ test_precision(void)
   {
     /* The engine's default, tandem-train's too. */
     g_autoptr(TdmConfig) defaults = tdm_config_new();
-    g_autoptr(TdmConfig) config = form_config(window);
+    g_autoptr(TdmConfig) config = window_config(window);
 
     g_assert_cmpint(adw_combo_row_get_selected(row), ==, defaults->precision);
     g_assert_cmpint(config->precision, ==, TDM_PRECISION_FP32);
@@ -186,7 +175,7 @@ test_precision(void)
   g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "Bfloat16"));
   g_assert_true(tdm_window_get_can_start(window));
   {
-    g_autoptr(TdmConfig) config = form_config(window);
+    g_autoptr(TdmConfig) config = window_config(window);
     g_autoptr(GSettings) settings = g_settings_new(TDM_APP_ID);
     g_autofree char *kept = g_settings_get_string(settings, "precision");
 
@@ -227,7 +216,7 @@ test_precision(void)
   g_assert_cmpint(adw_combo_row_get_selected(row), ==, TDM_PRECISION_BF16);
   g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "Bfloat16"));
   {
-    g_autoptr(TdmConfig) config = form_config(window);
+    g_autoptr(TdmConfig) config = window_config(window);
 
     g_assert_cmpint(config->precision, ==, TDM_PRECISION_BF16);
   }

@@ -192,6 +192,16 @@ window_custom_network(void)
   return (guint)count;
 }
 
+TdmConfig *
+window_config(TdmWindow *window)
+{
+  g_autoptr(GError) error = NULL;
+  TdmConfig *config = tdm_run_form_build_config(window_child(window, "sidebar"), &error);
+
+  g_assert_no_error(error);
+  return config;
+}
+
 void
 remove_folder(const char *dir)
 {

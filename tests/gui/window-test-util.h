@@ -54,6 +54,8 @@ char    *toast_text     (TdmWindow *window);
 GtkWidget *history_row  (gpointer widget, TdmRunItem *item);
 /* The network drop-down's "Custom" entry: after the engine's built-in networks. */
 guint    window_custom_network (void);
+/* The run's configuration as the form would start it (asserted to build). */
+TdmConfig *window_config (TdmWindow *window);
 /* Every GSettings key back to its default. */
 void     reset_settings (void);
 /* Removes a folder and everything under it. */
