@@ -172,7 +172,8 @@ test_precision(void)
 
   adw_combo_row_set_selected(row, TDM_PRECISION_BF16);
   drain();
-  g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "Bfloat16"));
+  /* The window's device is a CPU worker: bf16 is its reference there, not its fast path. */
+  g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "CPU workers"));
   g_assert_true(tdm_window_get_can_start(window));
   {
     g_autoptr(TdmConfig) config = window_config(window);
@@ -215,6 +216,18 @@ test_precision(void)
   row = window_child(window, "precision_dropdown");
   g_assert_cmpint(adw_combo_row_get_selected(row), ==, TDM_PRECISION_BF16);
   g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "Bfloat16"));
+  {
+    /* Without the CPU worker (no device at all here), the GPUs' text. */
+    GtkCheckButton *use = GTK_CHECK_BUTTON(
+        gtk_widget_get_template_child(GTK_WIDGET(cpu_row(window)), TDM_TYPE_DEVICE_ROW, "use_check"));
+
+    gtk_check_button_set_active(use, FALSE);
+    drain();
+    g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "tensor cores"));
+    gtk_check_button_set_active(use, TRUE);
+    drain();
+    g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "CPU workers"));
+  }
   {
     g_autoptr(TdmConfig) config = window_config(window);
 

@@ -248,6 +248,8 @@ tdm_run_form_tame_wheel (GtkWidget *widget)
     tdm_run_form_tame_wheel (c);
 }
 
+static void tdm_run_form_precision_changed (TdmRunForm *self);
+
 static void
 tdm_run_form_devices_changed (TdmRunForm *self)
 {
@@ -269,6 +271,7 @@ tdm_run_form_devices_changed (TdmRunForm *self)
         g_settings_set_int (self->settings, "cpu-workers", workers);
     }
 
+  tdm_run_form_precision_changed (self);
   tdm_run_form_update (self);
 }
 
@@ -504,6 +507,24 @@ tdm_run_form_batchnorm_changed (TdmRunForm *self)
                             : _("Each device normalizes its own share of the batch"));
 }
 
+/* Whether a CPU worker is among the devices picked. */
+static gboolean
+tdm_run_form_uses_cpu (TdmRunForm *self)
+{
+  TdmDeviceId devices[TDM_MAX_REPLICAS];
+  int main_replica;
+  int count = tdm_device_picker_get_replicas (self->device_picker, devices, TDM_MAX_REPLICAS,
+                                              &main_replica);
+
+  for (int i = 0; i < count; i++)
+    if (!tdm_device_id_is_gpu (devices[i]))
+      return TRUE;
+  return FALSE;
+}
+
+/* What the precision does, under its row; for bfloat16 on CPU workers, that they run it
+ * as the GPUs' reference, without the float32 Winograd convolutions (about four times
+ * slower there for the resnet preset). */
 static void
 tdm_run_form_precision_changed (TdmRunForm *self)
 {
@@ -518,7 +539,9 @@ tdm_run_form_precision_changed (TdmRunForm *self)
       what = _("Matrix products on TensorFloat-32 tensor cores where the GPU has them");
       break;
     case TDM_PRECISION_BF16:
-      what = _("Bfloat16 activations, float32 weights: the fastest on GPUs with bfloat16 tensor cores");
+      what = tdm_run_form_uses_cpu (self)
+               ? _("Bfloat16 on CPU workers is the GPUs' reference: several times slower than float32 there")
+               : _("Bfloat16 activations, float32 weights: the fastest on GPUs with bfloat16 tensor cores");
       break;
     }
   adw_action_row_set_subtitle (ADW_ACTION_ROW (self->precision_dropdown), what != NULL ? what : "");
