@@ -636,26 +636,6 @@ test_a11y_names(void)
 /* Keyboard only: every form label's mnemonic reaches its control, and Start,
  * Pause, Stop and export are actions the keyboard triggers (accelerators in
  * TdmApplication, listed in the shortcuts window). */
-/* Scrolls w's scrolled window to show it, as a person would before pressing its key:
- * a drop-down row below the fold would open its list off the screen (Xvfb has no
- * monitor there to place it on). */
-static void
-scroll_into_view(GtkWidget *w)
-{
-  GtkWidget *scroller = gtk_widget_get_ancestor(w, GTK_TYPE_SCROLLED_WINDOW);
-  GtkWidget *content;
-  graphene_rect_t bounds;
-
-  if (scroller == NULL)
-    return;
-  content = gtk_scrolled_window_get_child(GTK_SCROLLED_WINDOW(scroller));
-  if (content == NULL || !gtk_widget_compute_bounds(w, content, &bounds))
-    return;
-  gtk_adjustment_clamp_page(gtk_scrolled_window_get_vadjustment(GTK_SCROLLED_WINDOW(scroller)),
-                            bounds.origin.y, bounds.origin.y + bounds.size.height);
-  drain();
-}
-
 static void
 check_mnemonics(GtkWidget *w, TdmWindow *window, guint *n)
 {
@@ -665,7 +645,6 @@ check_mnemonics(GtkWidget *w, TdmWindow *window, guint *n)
     GtkWidget *focus;
 
     g_assert_nonnull(target);
-    scroll_into_view(target);
     g_assert_true(gtk_widget_mnemonic_activate(target, FALSE));
     focus = gtk_root_get_focus(GTK_ROOT(window));
     g_assert_nonnull(focus);
