@@ -7,8 +7,8 @@
  * workspace read back from the file, and none from a damaged file, a partial one or a
  * line that is not a number of bytes. Candidate names read back, and a file naming
  * no candidate ignored; a file of version 4 (choices made before the screen) or 5
- * (float32 choices within a 64-MiB slack) ignored and rebuilt. Reading and damaged files of choices are
- * tests/gpu/test-cudnn.c's /cudnn/conv-cache. */
+ * (float32 choices within a 64-MiB slack) ignored and rebuilt. Reading and damaged
+ * files of choices are tests/gpu/test-cudnn.c's /cudnn/conv-cache. */
 #include "tdm-backend-cuda-conv-cache.h"
 #include "remove-tree.h"
 
@@ -152,7 +152,7 @@ test_candidate_names(void)
  * said once, and written anew as version 6 at the next choice, whose own lines read
  * back. */
 static void
-test_version_before(void)
+test_older_versions(void)
 {
   const char *key = "wgrad n64 h128 w128 c64 o16 k1 p0 s1 bf16 bn x16";
   for (int version = 4; version <= 5; version++) {
@@ -299,7 +299,7 @@ main(int argc, char **argv)
   g_test_add_func("/conv-cache/dangling-link", test_dangling_link);
   g_test_add_func("/conv-cache/workspace-remembered", test_workspace_remembered);
   g_test_add_func("/conv-cache/candidate-names", test_candidate_names);
-  g_test_add_func("/conv-cache/older-versions", test_version_before);
+  g_test_add_func("/conv-cache/older-versions", test_older_versions);
   g_test_add_func("/conv-cache/link-to-a-file", test_link_to_a_file);
   g_test_add_func("/conv-cache/not-a-file", test_not_a_file);
   int status = g_test_run();
