@@ -88,29 +88,28 @@ small_value(const uint16_t *x, size_t at, int ch, const float *scale, const floa
 
 /* A thread's walk over a tile's input window (the halo: rows iy0 .. iy0 + halo_h,
  * columns ix0 .. ix0 + halo_w of image img, all channels; row-major, hwc = halo_w · c
- * values a row, the input's own order): its values i = first, first +
- * TDM_K_SMALL_THREADS (the blocks' size), ... held as the row hy and the element e in it
- * (i = hy · hwc + e), and e's channel, advanced without a division (the division per
- * value was most of the kernels' integer work). The halo's geometry is the same for
- * every tile; only its corner moves. */
+ * values a row, the input's own order): its values i = first, first + step, ... held as
+ * the row hy and the element e in it (i = hy · hwc + e), and e's channel, advanced
+ * without a division (the division per value was most of the kernels' integer work).
+ * The halo's geometry is the same for every tile; only its corner moves. */
 struct SmallHaloWalk {
   int hy, e, ch;  /* the current value */
-  int dq, dr;     /* TDM_K_SMALL_THREADS = dq · hwc + dr */
+  int dq, dr;     /* the step, dq · hwc + dr */
   int dch;        /* dr % c */
 
   __device__ __forceinline__ void
-  start(int first, int hwc, int c)
+  start(int first, int step, int hwc, int c)
   {
     hy = first / hwc;
     e = first - hy * hwc;
     ch = e % c;
-    dq = TDM_K_SMALL_THREADS / hwc;
-    dr = TDM_K_SMALL_THREADS - dq * hwc;
+    dq = step / hwc;
+    dr = step - dq * hwc;
     dch = dr % c;
   }
 
-  /* On by TDM_K_SMALL_THREADS: dr < hwc, so e wraps at most once (hwc is a multiple of
-   * c, so the wrap leaves the channel as it is). */
+  /* On by the step: dr < hwc, so e wraps at most once (hwc is a multiple of c, so the
+   * wrap leaves the channel as it is). */
   __device__ __forceinline__ void
   next(int hwc, int c)
   {
@@ -159,7 +158,7 @@ small_halo_pixel_pairs(unsigned *words, const X *x, const SmallShape &s, int img
    * live here, and the block's 80 (three a multiprocessor) do not hold eight. */
   constexpr int WB = 2;
   SmallHaloWalk at;
-  at.start(threadIdx.x, hwc, s.c);
+  at.start(threadIdx.x, TDM_K_SMALL_THREADS, hwc, s.c);
   for (int i0 = threadIdx.x; i0 < count; i0 += WB * TDM_K_SMALL_THREADS) {
     unsigned lo[WB], hi[WB];
 #pragma unroll
@@ -184,45 +183,68 @@ small_halo_pixel_pairs(unsigned *words, const X *x, const SmallShape &s, int img
 
 /* The forward's halo as pairs: words[i] holds value i in its low half and value i + 1
  * (zero past the end) in its high half, so that two neighbouring columns of A are one
- * 32-bit load at any offset. A lane's value i + 1 is its right neighbour's value i
- * (a shuffle), but for the warp's last lane, which reads it. A thread's loads for
- * SMALL_BATCH elements are issued before it stores any; the loop is the same for every
- * thread of the block (the shuffles need the whole warp). */
+ * 32-bit load at any offset. A warp reads SMALL_BATCH runs of 32 consecutive values in
+ * turn (each thread's loads issued before it stores any): a lane's value i + 1 is its
+ * right neighbour's value i, the last lane's the first lane's of the next run (shuffles),
+ * and only after the last run does the last lane read it (where it read it after every
+ * run of 32: the lanes wait while one reads). The loop is the same for every thread of
+ * the block (the shuffles need the whole warp). */
 template <bool BN, typename X>
 __device__ __forceinline__ void
 small_halo_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0, int ix0,
                  const float *scale, const float *shift, bool relu)
 {
+  constexpr int WARP_VALUES = SMALL_BATCH * 32;  /* a warp's values a turn */
   const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
   const int wc = s.w * s.c;
   const long long base = ((long long)img * s.h + iy0) * wc + xe0;
-  const int lane = threadIdx.x % 32;
-  SmallHaloWalk at;
-  at.start(threadIdx.x, hwc, s.c);
+  const int lane = threadIdx.x % 32, first = threadIdx.x / 32 * WARP_VALUES + lane;
+  /* turn: this lane's first value of each turn; run: its value in each run of 32 (on
+   * by 32 with a loop, not a division's two registers: hwc ≥ 8, at most four times). */
+  SmallHaloWalk turn;
+  turn.start(first, SMALL_BATCH * TDM_K_SMALL_THREADS, hwc, s.c);
+  const int dch32 = 32 % s.c;
   for (int i0 = 0; i0 < count; i0 += SMALL_BATCH * TDM_K_SMALL_THREADS) {
-    /* v[j]: value i in the low half; the warp's last lane holds value i + 1 in the high
-     * half (zero elsewhere), one register for both. */
+    struct {
+      int hy, e, ch;
+    } run = {turn.hy, turn.e, turn.ch};
     unsigned v[SMALL_BATCH];
+    /* The last lane's value i + 1 after the last run: the next element of its row, or
+     * the next row's first. */
+    unsigned edge = 0u;
 #pragma unroll
     for (int j = 0; j < SMALL_BATCH; j++) {
-      v[j] = small_halo_at<BN>(x, s, base, wc, iy0, xe0, at.hy, at.e, at.ch, scale, shift,
+      v[j] = small_halo_at<BN>(x, s, base, wc, iy0, xe0, run.hy, run.e, run.ch, scale, shift,
                                relu);
-      if (lane == 31) {
-        /* Value i + 1: the next element of this row, or the next row's first. */
-        bool wrap = at.e + 1 >= hwc;
-        int ch1 = at.ch + 1 < s.c ? at.ch + 1 : 0;
-        v[j] |= (unsigned)small_halo_at<BN>(x, s, base, wc, iy0, xe0, at.hy + wrap,
-                                            wrap ? 0 : at.e + 1, ch1, scale, shift, relu)
-                << 16;
+      if (j == SMALL_BATCH - 1 && lane == 31) {
+        bool wrap = run.e + 1 >= hwc;
+        int ch1 = run.ch + 1 < s.c ? run.ch + 1 : 0;
+        edge = small_halo_at<BN>(x, s, base, wc, iy0, xe0, run.hy + wrap, wrap ? 0 : run.e + 1,
+                                 ch1, scale, shift, relu);
       }
-      at.next(hwc, s.c);
+      if (j + 1 < SMALL_BATCH) {
+        run.e += 32;
+        while (run.e >= hwc) {
+          run.e -= hwc;
+          run.hy++;
+        }
+        run.ch += dch32;
+        if (run.ch >= s.c)
+          run.ch -= s.c;
+      }
     }
+    turn.next(hwc, s.c);
 #pragma unroll
     for (int j = 0; j < SMALL_BATCH; j++) {
-      int i = i0 + j * TDM_K_SMALL_THREADS + threadIdx.x;
+      int i = i0 + first + 32 * j;
       unsigned next = __shfl_down_sync(0xffffffffu, v[j], 1);
+      unsigned wrapped =
+          j + 1 < SMALL_BATCH ? __shfl_sync(0xffffffffu, v[j + 1 < SMALL_BATCH ? j + 1 : j], 0)
+                              : edge;
+      if (lane == 31)
+        next = wrapped;
       if (i < count)
-        words[i] = lane == 31 ? v[j] : v[j] | next << 16;
+        words[i] = v[j] | next << 16;
     }
   }
 }
@@ -439,6 +461,15 @@ small_ldmatrix_x4_trans(unsigned *r, const uint16_t *p)
                : "r"(a));
 }
 
+/* The weight gradient's blocks a multiprocessor that its registers allow (acc is OB / 2
+ * floats a thread), the most without spills: 80 registers for 64 channels, 64 for 32, 48
+ * for 16; with the bn (its scale and shift, the value's channel) 128, 80 and 64. */
+constexpr int
+small_wgrad_blocks(int ob, bool bnorm)
+{
+  return ob == 64 ? (bnorm ? 2 : 3) : ob == 32 ? (bnorm ? 3 : 4) : (bnorm ? 4 : 5);
+}
+
 /* The weight gradient's partial sums: block (split, chunk, channel tile) sums the
  * forward's tiles [split · split_tiles, + split_tiles) of dyᵀ (OB channels: M) times
  * the columns (chunk: up to TDM_K_SMALL_KC of them: N) over the tile's pixels (K), and
@@ -454,7 +485,7 @@ small_ldmatrix_x4_trans(unsigned *r, const uint16_t *p)
  * groups' order at the end: the same bits every run. */
 template <int OB, bool BNORM, typename X>
 __global__ void
-__launch_bounds__(TDM_K_SMALL_THREADS, BNORM ? 2 : 3)
+__launch_bounds__(TDM_K_SMALL_THREADS, small_wgrad_blocks(OB, BNORM))
     conv_small_wgrad_kernel(float *partials, const uint16_t *dy, const X *x, SmallShape s,
                             int split_tiles, int pixel_groups, BnGather bn)
 {
