@@ -86,84 +86,163 @@ small_value(const uint16_t *x, size_t at, int ch, const float *scale, const floa
   return tdm_k_bf16_bits(bn_affine_output(v, scale[ch], shift[ch], relu));
 }
 
-/* Value i of a tile's input window (the halo: rows iy0 .. iy0 + halo_h, columns ix0 ..
- * ix0 + halo_w of image img, all channels; row-major, halo_w · c a row, the input's own
- * order) as bf16 bits: zero outside the image and past the halo's end (i ≥ count).
- * Consecutive i are consecutive elements of an input row (halo_w · c of them are
- * contiguous in x), so consecutive threads read consecutive addresses. */
+/* A thread's walk over a tile's input window (the halo: rows iy0 .. iy0 + halo_h,
+ * columns ix0 .. ix0 + halo_w of image img, all channels; row-major, hwc = halo_w · c
+ * values a row, the input's own order): its values i = first, first + step, ... held as
+ * the row hy and the element e in it (i = hy · hwc + e), and e's channel, advanced
+ * without a division (the division per value was most of the kernels' integer work).
+ * The halo's geometry is the same for every tile; only its corner moves. */
+struct SmallHaloWalk {
+  int hy, e, ch;  /* the current value */
+  int dq, dr;     /* the step, dq · hwc + dr */
+  int dch;        /* dr % c */
+
+  __device__ __forceinline__ void
+  start(int first, int step, int hwc, int c)
+  {
+    hy = first / hwc;
+    e = first - hy * hwc;
+    ch = e % c;
+    dq = step / hwc;
+    dr = step - dq * hwc;
+    dch = dr % c;
+  }
+
+  /* On by the step: dr < hwc, so e wraps at most once (hwc is a multiple of c, so the
+   * wrap leaves the channel as it is). */
+  __device__ __forceinline__ void
+  next(int hwc, int c)
+  {
+    hy += dq;
+    e += dr;
+    ch += dch;
+    if (e >= hwc) {
+      e -= hwc;
+      hy++;
+    }
+    if (ch >= c)
+      ch -= c;
+  }
+};
+
+/* The halo's value (hy, e) as bf16 bits, its channel ch: zero outside the image and past
+ * the halo's end (hy ≥ halo_h). base is the halo corner's element in x, (img · h + iy0)
+ * · w · c + ix0 · c (negative where the corner is outside the image: then so is the
+ * value, and it is not read); xe0 = ix0 · c. Consecutive values of a row are contiguous
+ * in x, so consecutive threads read consecutive addresses. */
 template <bool BN, typename X>
 __device__ __forceinline__ uint16_t
-small_halo_value(const X *x, const SmallShape &s, size_t plane, int iy0, int xe0, int hwc,
-                 int count, int i, const float *scale, const float *shift, bool relu)
+small_halo_at(const X *x, const SmallShape &s, long long base, int wc, int iy0, int xe0,
+              int hy, int e, int ch, const float *scale, const float *shift, bool relu)
 {
-  if (i >= count)
-    return 0;
-  int hy = i / hwc, e = i - hy * hwc;
   int iy = iy0 + hy, xe = xe0 + e;
-  if ((unsigned)iy >= (unsigned)s.h || (unsigned)xe >= (unsigned)(s.w * s.c))
+  if (hy >= s.halo_h || (unsigned)iy >= (unsigned)s.h || (unsigned)xe >= (unsigned)wc)
     return 0;
-  return small_value<BN>(x, (plane + iy) * s.w * s.c + xe, BN ? xe % s.c : 0, scale, shift,
-                         relu);
+  return small_value<BN>(x, (size_t)(base + (long long)hy * wc + e), ch, scale, shift, relu);
 }
 
 /* The weight gradient's halo as pixel pairs: words[i] holds value i in its low half and
  * value i + stride · c (the same tap of the pixel to the right; zero past the end) in its
  * high half, so that two neighbouring pixels of B are one 32-bit load. A thread's loads
- * for SMALL_BATCH elements are issued before it stores any. */
+ * for WB values are issued before it stores any. */
 template <bool BN, typename X>
 __device__ __forceinline__ void
 small_halo_pixel_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0,
                        int ix0, const float *scale, const float *shift, bool relu)
 {
   const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
-  const int step = s.stride * s.c;
-  const size_t plane = (size_t)img * s.h;
-  for (int i0 = threadIdx.x; i0 < count; i0 += SMALL_BATCH * blockDim.x) {
-    unsigned lo[SMALL_BATCH], hi[SMALL_BATCH];
+  const int step = s.stride * s.c;  /* ≤ 16, less than hwc (halo_w ≥ 8) */
+  const int wc = s.w * s.c;
+  const long long base = ((long long)img * s.h + iy0) * wc + xe0;
+  /* Two values (four loads) in flight a thread, not SMALL_BATCH: acc's 48 registers are
+   * live here, and the block's 80 (three a multiprocessor) do not hold eight. */
+  constexpr int WB = 2;
+  SmallHaloWalk at;
+  at.start(threadIdx.x, TDM_K_SMALL_THREADS, hwc, s.c);
+  for (int i0 = threadIdx.x; i0 < count; i0 += WB * TDM_K_SMALL_THREADS) {
+    unsigned lo[WB], hi[WB];
 #pragma unroll
-    for (int j = 0; j < SMALL_BATCH; j++) {
-      int i = i0 + j * blockDim.x;
-      lo[j] = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
-      hi[j] =
-          small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + step, scale, shift, relu);
+    for (int j = 0; j < WB; j++) {
+      /* Value i + step: the same channel, in this row or at the next one's start. */
+      int e2 = at.e + step, hy2 = at.hy;
+      if (e2 >= hwc) {
+        e2 -= hwc;
+        hy2++;
+      }
+      lo[j] = small_halo_at<BN>(x, s, base, wc, iy0, xe0, at.hy, at.e, at.ch, scale, shift,
+                                relu);
+      hi[j] = small_halo_at<BN>(x, s, base, wc, iy0, xe0, hy2, e2, at.ch, scale, shift, relu);
+      at.next(hwc, s.c);
     }
 #pragma unroll
-    for (int j = 0; j < SMALL_BATCH; j++)
-      if (i0 + j * blockDim.x < count)
-        words[i0 + j * blockDim.x] = lo[j] | hi[j] << 16;
+    for (int j = 0; j < WB; j++)
+      if (i0 + j * TDM_K_SMALL_THREADS < count)
+        words[i0 + j * TDM_K_SMALL_THREADS] = lo[j] | hi[j] << 16;
   }
 }
 
 /* The forward's halo as pairs: words[i] holds value i in its low half and value i + 1
  * (zero past the end) in its high half, so that two neighbouring columns of A are one
- * 32-bit load at any offset. A lane's value i + 1 is its right neighbour's value i
- * (a shuffle), but for the warp's last lane, which reads it. A thread's loads for
- * SMALL_BATCH elements are issued before it stores any; the loop is the same for every
- * thread of the block (the shuffles need the whole warp). */
+ * 32-bit load at any offset. A warp reads SMALL_BATCH runs of 32 consecutive values in
+ * turn (each thread's loads issued before it stores any): a lane's value i + 1 is its
+ * right neighbour's value i, the last lane's the first lane's of the next run (shuffles),
+ * and only after the last run does the last lane read it (where it read it after every
+ * run of 32: the lanes wait while one reads). The loop is the same for every thread of
+ * the block (the shuffles need the whole warp). */
 template <bool BN, typename X>
 __device__ __forceinline__ void
 small_halo_pairs(unsigned *words, const X *x, const SmallShape &s, int img, int iy0, int ix0,
                  const float *scale, const float *shift, bool relu)
 {
+  constexpr int WARP_VALUES = SMALL_BATCH * 32;  /* a warp's values a turn */
   const int hwc = s.halo_w * s.c, count = s.halo_h * hwc, xe0 = ix0 * s.c;
-  const size_t plane = (size_t)img * s.h;
-  const int lane = threadIdx.x % 32;
-  for (int i0 = 0; i0 < count; i0 += SMALL_BATCH * blockDim.x) {
-    unsigned v[SMALL_BATCH], edge[SMALL_BATCH];
+  const int wc = s.w * s.c;
+  const long long base = ((long long)img * s.h + iy0) * wc + xe0;
+  const int lane = threadIdx.x % 32, first = threadIdx.x / 32 * WARP_VALUES + lane;
+  /* turn: this lane's first value of each turn; run: its value in each run of 32 (on
+   * by 32 with a loop, not a division's two registers: hwc ≥ 8, at most four times). */
+  SmallHaloWalk turn;
+  turn.start(first, SMALL_BATCH * TDM_K_SMALL_THREADS, hwc, s.c);
+  const int dch32 = 32 % s.c;
+  for (int i0 = 0; i0 < count; i0 += SMALL_BATCH * TDM_K_SMALL_THREADS) {
+    struct {
+      int hy, e, ch;
+    } run = {turn.hy, turn.e, turn.ch};
+    unsigned v[SMALL_BATCH];
+    /* The last lane's value i + 1 after the last run: the next element of its row, or
+     * the next row's first. */
+    unsigned edge = 0u;
 #pragma unroll
     for (int j = 0; j < SMALL_BATCH; j++) {
-      int i = i0 + j * blockDim.x + threadIdx.x;
-      v[j] = small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i, scale, shift, relu);
-      edge[j] = lane == 31 ? small_halo_value<BN>(x, s, plane, iy0, xe0, hwc, count, i + 1,
-                                                  scale, shift, relu)
-                           : 0u;
+      v[j] = small_halo_at<BN>(x, s, base, wc, iy0, xe0, run.hy, run.e, run.ch, scale, shift,
+                               relu);
+      if (j == SMALL_BATCH - 1 && lane == 31) {
+        bool wrap = run.e + 1 >= hwc;
+        int ch1 = run.ch + 1 < s.c ? run.ch + 1 : 0;
+        edge = small_halo_at<BN>(x, s, base, wc, iy0, xe0, run.hy + wrap, wrap ? 0 : run.e + 1,
+                                 ch1, scale, shift, relu);
+      }
+      if (j + 1 < SMALL_BATCH) {
+        run.e += 32;
+        while (run.e >= hwc) {
+          run.e -= hwc;
+          run.hy++;
+        }
+        run.ch += dch32;
+        if (run.ch >= s.c)
+          run.ch -= s.c;
+      }
     }
+    turn.next(hwc, s.c);
 #pragma unroll
     for (int j = 0; j < SMALL_BATCH; j++) {
-      int i = i0 + j * blockDim.x + threadIdx.x;
+      int i = i0 + first + 32 * j;
       unsigned next = __shfl_down_sync(0xffffffffu, v[j], 1);
+      unsigned wrapped =
+          j + 1 < SMALL_BATCH ? __shfl_sync(0xffffffffu, v[j + 1 < SMALL_BATCH ? j + 1 : j], 0)
+                              : edge;
       if (lane == 31)
-        next = edge[j];
+        next = wrapped;
       if (i < count)
         words[i] = v[j] | next << 16;
     }
@@ -278,12 +357,18 @@ __launch_bounds__(TDM_K_SMALL_THREADS, 4)
   const int wm = warp / WARPS_N, wn = warp % WARPS_N;
   const int g = lane >> 2, t = lane & 3;
   /* This lane's A rows (g and g + 8 of each of its 16-row fragments), as window corners
-   * in the halo: the same for every tile. */
-  int arow[FM][2];
+   * in the halo, the same for every tile: row g's corner, and where the others' are from
+   * it. A fragment's 16 rows start at a multiple of 16 and tw is a power of two of at
+   * least 8, so rows g and g + 8 are in one tile row (tw ≥ 16) or the same column of two
+   * (tw = 8) whatever g: these distances are the same for the warp's lanes, held once
+   * rather than a corner per row (registers: the block's 64 cap). */
+  const int wrow = wm * WM;
+  const int arow0 = tdm_k_small_halo_row(wrow + g, s.tw, s.stride, s.c, s.halo_w);
+  const int corner = tdm_k_small_halo_row(wrow, s.tw, s.stride, s.c, s.halo_w);
+  const int d8 = tdm_k_small_halo_row(wrow + 8, s.tw, s.stride, s.c, s.halo_w) - corner;
+  int d16[FM];
   for (int i = 0; i < FM; i++)
-    for (int h = 0; h < 2; h++)
-      arow[i][h] =
-          tdm_k_small_halo_row(wm * WM + i * 16 + g + 8 * h, s.tw, s.stride, s.c, s.halo_w);
+    d16[i] = tdm_k_small_halo_row(wrow + 16 * i, s.tw, s.stride, s.c, s.halo_w) - corner;
   /* ldmatrix's row for this lane: channels wn·WN + 16p + (lane / 16)·8 + lane % 8,
    * columns k0 + ((lane / 8) % 2)·8: matrices (n 0–7, k 0–7), (n 0–7, k 8–15), (n 8–15,
    * k 0–7), (n 8–15, k 8–15), which are B's two registers for two 8-channel fragments. */
@@ -311,12 +396,13 @@ __launch_bounds__(TDM_K_SMALL_THREADS, 4)
     for (int k0 = 0; k0 < s.fwd_kpad; k0 += 16) {
       /* Columns 2t, 2t + 1 and 2t + 8, 2t + 9 of this step: one pair word each. */
       const int2 p0 = pairs[k0 / 2 + t], p8 = pairs[k0 / 2 + t + 4];
+      const unsigned *w0 = words + arow0 + p0.x, *w8 = words + arow0 + p8.x;
       unsigned a[FM][4];
       for (int i = 0; i < FM; i++) {
-        a[i][0] = words[arow[i][0] + p0.x] & (unsigned)p0.y;
-        a[i][1] = words[arow[i][1] + p0.x] & (unsigned)p0.y;
-        a[i][2] = words[arow[i][0] + p8.x] & (unsigned)p8.y;
-        a[i][3] = words[arow[i][1] + p8.x] & (unsigned)p8.y;
+        a[i][0] = w0[d16[i]] & (unsigned)p0.y;
+        a[i][1] = w0[d16[i] + d8] & (unsigned)p0.y;
+        a[i][2] = w8[d16[i]] & (unsigned)p8.y;
+        a[i][3] = w8[d16[i] + d8] & (unsigned)p8.y;
       }
       unsigned b[FN][2];
       for (int p = 0; p < FN / 2; p++)
@@ -375,6 +461,15 @@ small_ldmatrix_x4_trans(unsigned *r, const uint16_t *p)
                : "r"(a));
 }
 
+/* The weight gradient's blocks a multiprocessor that its registers allow (acc is OB / 2
+ * floats a thread), the most without spills: 80 registers for 64 channels, 64 for 32, 48
+ * for 16; with the bn (its scale and shift, the value's channel) 128, 80 and 64. */
+constexpr int
+small_wgrad_blocks(int ob, bool bnorm)
+{
+  return ob == 64 ? (bnorm ? 2 : 3) : ob == 32 ? (bnorm ? 3 : 4) : (bnorm ? 4 : 5);
+}
+
 /* The weight gradient's partial sums: block (split, chunk, channel tile) sums the
  * forward's tiles [split · split_tiles, + split_tiles) of dyᵀ (OB channels: M) times
  * the columns (chunk: up to TDM_K_SMALL_KC of them: N) over the tile's pixels (K), and
@@ -390,7 +485,7 @@ small_ldmatrix_x4_trans(unsigned *r, const uint16_t *p)
  * groups' order at the end: the same bits every run. */
 template <int OB, bool BNORM, typename X>
 __global__ void
-__launch_bounds__(TDM_K_SMALL_THREADS)
+__launch_bounds__(TDM_K_SMALL_THREADS, small_wgrad_blocks(OB, BNORM))
     conv_small_wgrad_kernel(float *partials, const uint16_t *dy, const X *x, SmallShape s,
                             int split_tiles, int pixel_groups, BnGather bn)
 {
@@ -439,6 +534,8 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
    * a mask, zero for a column past K. */
   int bcol[FPW];
   unsigned bmask[FPW];
+  /* The fragments this warp holds: those of j = nw + nw_count · i < frags. */
+  const int mine = nw < frags ? (frags - nw + nw_count - 1) / nw_count : 0;
   for (int i = 0; i < FPW; i++) {
     int j = nw + nw_count * i;
     int col = j < frags ? cols[j * 8 + g] : -1;
@@ -474,18 +571,26 @@ __launch_bounds__(TDM_K_SMALL_THREADS)
     __syncthreads();
     for (int step = pg; step < BM / 16; step += pixel_groups) {
       const int p0 = step * 16;
-      unsigned a[FM][4];
-      for (int m = 0; m < FM; m++)
-        small_ldmatrix_x4_trans(a[m], a_lane + p0 * DS + m * 16);
       /* B's rows (pixels) 2t, 2t + 1 and 2t + 8, 2t + 9 of this step: a pixel pair each. */
       const int2 q0 = ppair[p0 / 2 + t], q8 = ppair[p0 / 2 + t + 4];
-      for (int i = 0; i < FPW; i++) {
-        if (nw + nw_count * i >= frags)
-          break;
-        unsigned b0 = words[q0.x + bcol[i]] & (unsigned)q0.y & bmask[i];
-        unsigned b1 = words[q8.x + bcol[i]] & (unsigned)q8.y & bmask[i];
-        for (int m = 0; m < FM; m++)
-          small_mma(acc[m][i], a[m], b0, b1);
+      unsigned b[FPW][2];
+#pragma unroll
+      for (int i = 0; i < FPW; i++)
+        if (i < mine) {
+          b[i][0] = words[q0.x + bcol[i]] & (unsigned)q0.y & bmask[i];
+          b[i][1] = words[q8.x + bcol[i]] & (unsigned)q8.y & bmask[i];
+        }
+      /* A's fragments one 16-channel block at a time (4 registers, not 4 · FM: with B's
+       * held first the block fits 80, three blocks a multiprocessor). Each sum acc[m][i]
+       * still takes its MMAs in the steps' order. */
+#pragma unroll
+      for (int m = 0; m < FM; m++) {
+        unsigned a[4];
+        small_ldmatrix_x4_trans(a, a_lane + p0 * DS + m * 16);
+#pragma unroll
+        for (int i = 0; i < FPW; i++)
+          if (i < mine)
+            small_mma(acc[m][i], a, b[i][0], b[i][1]);
       }
     }
     /* Every warp is done with the tiles before the next one overwrites them. */
