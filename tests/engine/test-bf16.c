@@ -798,6 +798,8 @@ test_relu_bits(void)
                  TRUE);
   relu_bits_case(bottleneck_net, FALSE);
   relu_bits_case(bottleneck_net, TRUE);
+  /* A body that ends with a conv: the end adds its float32 output (add_out_bf16). */
+  relu_bits_case("conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1),relu,gap,fc10", FALSE);
 }
 
 int
