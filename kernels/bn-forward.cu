@@ -154,8 +154,8 @@ bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread,
     return cudaSuccess;
   BnSumShape s = bn_pass_shape(rows, channels);
   if (bits != NULL && s.v != 8) {
-    cudaError_t e = cudaMemsetAsync(bits, 0, TDM_RELU_BITS_WORDS((size_t)rows * channels) * 4,
-                                    stream);
+    cudaError_t e =
+        cudaMemsetAsync(bits, 0, TDM_RELU_BITS_WORDS((size_t)rows * channels) * 4, stream);
     if (e != cudaSuccess)
       return e;
   }

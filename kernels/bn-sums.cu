@@ -544,7 +544,8 @@ bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
   BnSumArgs<X, D> a = {x, dy, mean, invstd, gamma, beta, rows, channels, partials, counters,
                        out0, out1, slots, slot, slot_count, true, skip, mask, dx};
   a.aligned = bn_vec_aligned(x, s.v) && (MODE == SUM_SHIFTED || bn_vec_aligned(dy, s.v)) &&
-              (skip == NULL || bn_vec_aligned(skip, s.v)) && (dx == NULL || bn_vec_aligned(dx, s.v));
+              (skip == NULL || bn_vec_aligned(skip, s.v)) &&
+              (dx == NULL || bn_vec_aligned(dx, s.v));
   dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
   unsigned threads = (unsigned)(s.ct * s.rl);
   if (s.v == 8)

@@ -285,8 +285,7 @@ add_out_bf16_bits_kernel(uint16_t *y, const float *a, const X *x, size_t n, bool
                          uint8_t *bits, bool vec)
 {
   size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t q = blockIdx.x * (size_t)blockDim.x + threadIdx.x; q < (n + 7) / 8;
-       q += stride) {
+  for (size_t q = blockIdx.x * (size_t)blockDim.x + threadIdx.x; q < (n + 7) / 8; q += stride) {
     size_t e = q * 8;
     int m = n - e < 8 ? (int)(n - e) : 8;
     bool whole = vec && m == 8;
@@ -413,8 +412,9 @@ add_out_bf16_launch(uint16_t *y, const float *a, const X *x, size_t n, bool relu
 {
   if (bits != NULL) {
     bool vec = tdm_k_aligned16(y) && tdm_k_aligned16(a) && tdm_k_aligned16(x);
-    add_out_bf16_bits_kernel<X><<<tdm_k_blocks((n + 7) / 8, TDM_K_THREADS), TDM_K_THREADS, 0,
-                                  stream>>>(y, a, x, n, relu, (uint8_t *)bits, vec);
+    add_out_bf16_bits_kernel<X>
+        <<<tdm_k_blocks((n + 7) / 8, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            y, a, x, n, relu, (uint8_t *)bits, vec);
     return tdm_k_launched();
   }
   bool vec = quad_ok(a, sizeof(*a)) && quad_ok(x, sizeof(X)) && quad_ok(y, sizeof(*y));
@@ -447,8 +447,9 @@ relu_backward_bf16_launch(DX *dx, const DY *dy, const uint32_t *mask, size_t n,
   bool vec = quad_ok(dx, sizeof(DX)) && quad_ok(dy, sizeof(DY));
   size_t body = vec ? n / 4 * 4 : 0;
   if (body > 0)
-    relu_backward_bf16_kernel<4, DX, DY><<<tdm_k_blocks(body / 4, TDM_K_THREADS),
-                                           TDM_K_THREADS, 0, stream>>>(dx, dy, mask, 0, body);
+    relu_backward_bf16_kernel<4, DX, DY>
+        <<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(dx, dy, mask, 0,
+                                                                              body);
   if (n > body)
     relu_backward_bf16_kernel<1, DX, DY>
         <<<tdm_k_blocks(n - body, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(

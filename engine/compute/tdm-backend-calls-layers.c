@@ -146,11 +146,10 @@ tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const v
 void
 tdm_backend_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
                                            TdmDtype a_type, const uint16_t *skip,
-                                           const uint32_t *mask, const void *x,
-                                           TdmDtype x_type, const float *mean,
-                                           const float *invstd, const float *gamma,
-                                           const float *beta, bool relu, int rows,
-                                           int channels, float *dgamma, float *dbeta)
+                                           const uint32_t *mask, const void *x, TdmDtype x_type,
+                                           const float *mean, const float *invstd,
+                                           const float *gamma, const float *beta, bool relu,
+                                           int rows, int channels, float *dgamma, float *dbeta)
 {
   const char *op = "add_relu_backward_bn_sums_bf16";
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_relu_backward_bn_sums_bf16) &&

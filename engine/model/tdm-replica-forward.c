@@ -101,7 +101,7 @@ block_end_add(TdmReplica *r, float *y, uint16_t *y16, const float *x, const void
     tdm_backend_add_out_bf16(r->backend, y16, x, skip, skip_type, count, relu, bits);
     return;
   }
-  g_assert(bits == NULL); /* relu_bits_kept() */
+  g_assert(bits == NULL);               /* relu_bits_kept() */
   g_assert(skip_type == TDM_DTYPE_F32); /* block_output_bf16() */
   tdm_backend_add_out(r->backend, y, x, skip, count, relu);
 }

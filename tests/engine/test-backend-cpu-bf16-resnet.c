@@ -66,7 +66,8 @@ test_block_ops(void)
   tdm_backend_im2col_bf16(b, col_want, x, TDM_DTYPE_F32, n, h, w, c, 3, 3, 1, 2);
   g_assert_cmpmem(col, cols * 2, col_want, cols * 2);
   /* The mask as the forward's bits: where the widened values are > 0. */
-  uint32_t *bits = dev_relu_bits(b, x16, count), *got_bits = dev_alloc(b, TDM_RELU_BITS_WORDS(count) * 4);
+  uint32_t *bits = dev_relu_bits(b, x16, count),
+           *got_bits = dev_alloc(b, TDM_RELU_BITS_WORDS(count) * 4);
   for (int relu = 0; relu < 2; relu++) {
     tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, bits, count);
     tdm_backend_relu_backward(b, want, dy, x, count);

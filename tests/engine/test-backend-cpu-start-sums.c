@@ -4,11 +4,12 @@
  * (add_relu_backward_bn_sums_bf16) gives the bits of the unfused ops, for the basic
  * block's start (add_relu_backward_bf16: the first layer's input gradient a plus the
  * skip's bf16 share) and a projection's (no skip: relu_backward_bf16 of a, or to_bf16
- * or a copy where there is no ReLU), the ReLU's mask as bits (NaN, zeros of both signs) followed by bn_backward_sums over the rounded
- * gradient: dx, dgamma and dbeta compared bit for bit, a float32 and bf16, the bn's
- * input float32 and bf16, with and without the bn's own fused ReLU, odd channel counts,
- * and row counts that cross the CPU's widening blocks. In place over the skip and over
- * a bf16 a too; dx over the bn's input refused.
+ * or a copy where there is no ReLU), the ReLU's mask as bits (its values NaN and zeros
+ * of both signs among them), followed by bn_backward_sums over the rounded gradient: dx,
+ * dgamma and dbeta compared bit for bit, a float32 and bf16, the bn's input float32 and
+ * bf16, with and without the bn's own fused ReLU, odd channel counts, and row counts
+ * that cross the CPU's widening blocks. In place over the skip and over a bf16 a too; dx
+ * over the bn's input refused.
  */
 #include "tdm-bf16.h"
 #include "test-backend-cpu.h"
@@ -57,7 +58,7 @@ check_shape(TdmBackend *b, StartShape s)
   fill_random(yf, count, -2, 2);
   for (size_t i = 0; i < count; i += 5)
     yf[i] = i % 10 == 0 ? 0.0f : -0.0f;
-  yf[count / 3] = NAN; /* not positive: masked */
+  yf[count / 3] = NAN;  /* not positive: masked */
   a[count - 1] = -0.0f; /* its sign kept where there is no skip to add */
   for (size_t i = 0; i < count; i++) {
     a16[i] = tdm_bf16_round(a[i]);
@@ -108,7 +109,7 @@ check_shape(TdmBackend *b, StartShape s)
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "add_relu_backward_bn_sums_bf16"));
   void *bufs[] = {a,   xf,   yf,    skipf, a16,  x16, skip16, y16,
-                  got, want, saved, gamma, beta, gg,  wg,  bits};
+                  got, want, saved, gamma, beta, gg,  wg,     bits};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     tdm_backend_release(b, bufs[i]);
 }

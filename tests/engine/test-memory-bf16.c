@@ -67,10 +67,9 @@ test_bf16_activations(void)
      * elements a sample), for backward. */
     const size_t masks = 512 * (size_t)245760 / 8;
     g_assert_cmpuint(bf16_relu_bits_bytes(net, 512), ==, masks);
-    g_assert_cmpuint(p16.activations, ==,
-                     512 * (floats * sizeof(float) + (outputs - 65536 + blocks) *
-                                                         sizeof(uint16_t)) +
-                         masks);
+    g_assert_cmpuint(
+        p16.activations, ==,
+        512 * (floats * sizeof(float) + (outputs - 65536 + blocks) * sizeof(uint16_t)) + masks);
     /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after;
      * 888,164,352 without the stem's output, 829,444,096 without the projections';
      * 845,172,736 with the masks (15,728,640 more). */

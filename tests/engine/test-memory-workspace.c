@@ -234,8 +234,8 @@ test_plan_breakdown(void)
     g_test_message("  parameters (+ state, bf16 copy) %zu, their gradients %zu", p.parameters,
                    p.gradients);
     g_test_message("  activations %zu: input %zu, projections' conv outputs %zu, pools' "
-                   "argmax %zu (%zu bytes each), block ends' ReLU masks %zu", p.activations,
-                   input, projections, argmax, argmax_bytes_each, masks);
+                   "argmax %zu (%zu bytes each), block ends' ReLU masks %zu",
+                   p.activations, input, projections, argmax, argmax_bytes_each, masks);
     for (guint j = 0; j < G_N_ELEMENTS(kinds); j++) {
       acts += by_kind[j];
       if (by_kind[j] > 0)

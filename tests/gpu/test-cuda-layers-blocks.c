@@ -232,8 +232,8 @@ strided_case(int n, int h, int w, int c, int stride)
  * block's end below applied by the mask bits of its bf16 output, or none): the bits of
  * the GPU's unfused ops (a widened, add_out_bf16, relu_backward_bf16 in place) and of
  * the CPU's add_relu_backward_bf16; in place over a bf16 x too. The mask's values have
- * zeros of both signs, negatives and a NaN. offset misaligns every pointer by that many elements (0: eight
- * a thread where n allows, 4: four, 1: one). */
+ * zeros of both signs, negatives and a NaN. offset misaligns every pointer by that many
+ * elements (0: eight a thread where n allows, 4: four, 1: one). */
 static void
 block_start_case(size_t n, size_t offset)
 {
@@ -443,8 +443,8 @@ test_blocks_bf16(void)
     bn_case(512 * 32 * 32, 64, TDM_DTYPE_BF16, 0, relu); /* the stem */
     bn_case(512 * 8 * 8, 256, TDM_DTYPE_BF16, 2, relu);  /* a block's end */
     bn_case(512 * 8 * 8, 256, TDM_DTYPE_BF16, 1, relu);  /* after a projection */
-    bn_case(333, 17, TDM_DTYPE_F32, 2, relu); /* a channel a thread */
-    bn_case(331, 12, TDM_DTYPE_BF16, 2, relu); /* four: or-ed into the mask's words */
+    bn_case(333, 17, TDM_DTYPE_F32, 2, relu);            /* a channel a thread */
+    bn_case(331, 12, TDM_DTYPE_BF16, 2, relu);           /* four: or-ed into the mask's words */
     bn_case(37, 17, TDM_DTYPE_BF16, 0, relu);
   }
 }

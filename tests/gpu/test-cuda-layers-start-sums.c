@@ -6,10 +6,10 @@
  * or a copy, then bn_backward_sums over the rounded gradient), dx bit for bit against
  * the CPU's op and the sums within float rounding of it (the CPU adds its rows in
  * another order); a float32 and bf16, with and without the skip's share and the ReLU's
- * mask as bits (its values zeros of both signs and a NaN), the bn's input float32 and bf16, with and without its own fused ReLU; channel
- * counts that take each vector width and shapes of one group to many sets; through
- * misaligned pointers (scalar accesses, the same bits) and in place over the skip.
- * Registered by test-cuda-layers.c.
+ * mask as bits (its values zeros of both signs and a NaN), the bn's input float32 and
+ * bf16, with and without its own fused ReLU; channel counts that take each vector width
+ * and shapes of one group to many sets; through misaligned pointers (scalar accesses,
+ * the same bits) and in place over the skip. Registered by test-cuda-layers.c.
  */
 #include "tdm-build-config.h"
 
@@ -112,8 +112,8 @@ start_sums_case(int rows, int c, size_t offset)
     const void *hxv = x_bf16 ? (const void *)(x16 + offset) : (const void *)(x + offset);
     tdm_backend_add_relu_backward_bn_sums_bf16(
         cpu, ref + offset, hav, a_type, with_skip ? skip16 + offset : NULL,
-        masked ? hmask : NULL, hxv, x_type, p, p + c, p + 2 * (size_t)c,
-        p + 3 * (size_t)c, relu, rows, c, ref_sums, ref_sums + c);
+        masked ? hmask : NULL, hxv, x_type, p, p + c, p + 2 * (size_t)c, p + 3 * (size_t)c,
+        relu, rows, c, ref_sums, ref_sums + c);
     assert_ok(cpu);
     g_autofree char *wc = g_strdup_printf("%s: dx", what);
     same_bits_cpu(wc, got + offset, ref + offset, n);

@@ -3,8 +3,8 @@
  * bias and ReLU (the loops of tdm-cpu-kernels.c for this CPU), the communicators' add
  * and scale, the rounding to bfloat16 (tdm-bf16.h, the GPU's rule) and back, a
  * residual block's add over bf16 tensors and its ReLU's mask as bits (tdm-relu-bits.h),
- * and inverted dropout on the
- * counter RNG, its mask drawn again in backward and never stored. The front door checked the arguments.
+ * and inverted dropout on the counter RNG, its mask drawn again in backward and never
+ * stored. The front door checked the arguments.
  */
 #include "tdm-backend-cpu-private.h"
 #include "tdm-bf16.h"
@@ -156,8 +156,8 @@ tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a,
 /* add_out's sum and ReLU (relu_forward's: NaN passes), then rounded; the mask read back
  * from y (the reference's plain way: the kernel writes it as it stores y). */
 void
-tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
-                     TdmDtype x_type, size_t n, bool relu, uint32_t *bits)
+tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x, TdmDtype x_type,
+                     size_t n, bool relu, uint32_t *bits)
 {
   const float *xf = x_type == TDM_DTYPE_F32 ? x : NULL;
   const uint16_t *xh = x_type == TDM_DTYPE_BF16 ? x : NULL;

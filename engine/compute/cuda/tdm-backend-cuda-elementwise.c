@@ -100,8 +100,7 @@ tdm_cuda_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a
 
 void
 tdm_cuda_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
-                                const void *x, TdmDtype x_type, const uint32_t *mask,
-                                size_t n)
+                                const void *x, TdmDtype x_type, const uint32_t *mask, size_t n)
 {
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_add_relu_backward_bf16(dx, a, a_type == TDM_DTYPE_BF16, x,
