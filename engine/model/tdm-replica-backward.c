@@ -130,10 +130,10 @@ bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
 }
 
 /* The gradient block end i hands on, from dy (of dy_type) into dx (of dx_type; dx may
- * be dy where the types agree): through its ReLU when relu, the mask the bits its
+ * be dy where the types agree): through its ReLU when relu, its mask the bits its
  * forward wrote where it keeps them (relu_bits_kept(): its output stored as bf16), else
- * read from its float32 output y; converted as it is without (also where the block's
- * start after it applied the ReLU already, relu_mask_before()). */
+ * its float32 output y; without, converted as it is (also where the block's start after
+ * it applied the ReLU already, relu_mask_before()). */
 static void
 block_end_grad(TdmReplica *r, int i, void *dx, TdmDtype dx_type, const void *dy,
                TdmDtype dy_type, const float *y, size_t count, bool relu)
