@@ -18,6 +18,7 @@
 #include "tdm-bench.h"
 #include "tdm-error.h"
 #include "tdm-kernels.h"
+#include "tdm-relu-bits.h"
 
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -159,6 +160,7 @@ run_bench(void)
 typedef struct {
   int rows, c;
   uint16_t *x16, *dy16, *out16, *bnx16;
+  uint32_t *mask; /* x16's ReLU mask as bits, as a block's end writes it */
   float *a, *xs, *p, *sums, *slots, *wide;
 } BnBench;
 
@@ -216,7 +218,19 @@ bn_forward_op(gpointer d)
 {
   BnBench *s = d;
   tdm_backend_bn_forward_bf16(gpu, s->out16, s->x16, TDM_DTYPE_BF16, BN_P(s, 0), BN_P(s, 1),
-                              BN_P(s, 2), BN_P(s, 3), NULL, TDM_DTYPE_F32, s->rows, s->c, true);
+                              BN_P(s, 2), BN_P(s, 3), NULL, TDM_DTYPE_F32, s->rows, s->c, true,
+                              NULL);
+}
+
+/* A block's end: its last bn, the bf16 skip added, the ReLU, stored as bf16 with its mask
+ * as bits beside (the mask a sixteenth of the output's bytes). */
+static void
+bn_end_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_bn_forward_bf16(gpu, s->out16, s->x16, TDM_DTYPE_BF16, BN_P(s, 0), BN_P(s, 1),
+                              BN_P(s, 2), BN_P(s, 3), s->dy16, TDM_DTYPE_BF16, s->rows, s->c,
+                              true, s->mask);
 }
 
 static void
@@ -250,15 +264,16 @@ add_strided_op(gpointer d)
 
 /* A block's start in backward as it was: the first conv's float32 input gradient plus
  * the bf16 skip share rounded into the skip buffer, then the ReLU mask of the end below
- * in place; and as it is: the conv's bf16 gradient summed and masked in one pass. */
+ * in place; and as it is: the conv's bf16 gradient summed and masked in one pass (the
+ * mask as bits). */
 static void
 block_start_unfused_op(gpointer d)
 {
   BnBench *s = d;
   size_t n = (size_t)s->rows * s->c;
-  tdm_backend_add_out_bf16(gpu, s->out16, s->a, s->dy16, TDM_DTYPE_BF16, n, false);
+  tdm_backend_add_out_bf16(gpu, s->out16, s->a, s->dy16, TDM_DTYPE_BF16, n, false, NULL);
   tdm_backend_relu_backward_bf16(gpu, s->out16, TDM_DTYPE_BF16, s->out16, TDM_DTYPE_BF16,
-                                 s->x16, n);
+                                 s->mask, n);
 }
 
 static void
@@ -266,7 +281,7 @@ block_start_fused_op(gpointer d)
 {
   BnBench *s = d;
   tdm_backend_add_relu_backward_bf16(gpu, s->out16, s->dy16, TDM_DTYPE_BF16, s->out16,
-                                     TDM_DTYPE_BF16, s->x16, (size_t)s->rows * s->c);
+                                     TDM_DTYPE_BF16, s->mask, (size_t)s->rows * s->c);
 }
 
 /* The block start then the sums of the bn below it (its input bnx16), as two passes and
@@ -286,7 +301,7 @@ start_sums_op(gpointer d)
 {
   BnBench *s = d;
   tdm_backend_add_relu_backward_bn_sums_bf16(gpu, s->out16, s->dy16, TDM_DTYPE_BF16, s->out16,
-                                             s->x16, s->bnx16, TDM_DTYPE_BF16, BN_P(s, 0),
+                                             s->mask, s->bnx16, TDM_DTYPE_BF16, BN_P(s, 0),
                                              BN_P(s, 1), BN_P(s, 2), BN_P(s, 3), false,
                                              s->rows, s->c, s->sums, s->sums + s->c);
 }
@@ -324,13 +339,18 @@ run_bn_bench(void)
     tdm_backend_upload(gpu, s.x16, h16, n * 2);
     tdm_backend_upload(gpu, s.dy16, h16, n * 2);
     tdm_backend_upload(gpu, s.bnx16, h16, n * 2);
+    g_autofree uint32_t *hmask = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
+    tdm_relu_bits_of(hmask, h16, n);
+    s.mask = tdm_bench_alloc(gpu, TDM_RELU_BITS_WORDS(n) * 4);
+    tdm_backend_upload(gpu, s.mask, hmask, TDM_RELU_BITS_WORDS(n) * 4);
     g_autofree float *hp = g_new(float, 6 * (size_t)s.c);
     for (size_t i = 0; i < 6 * (size_t)s.c; i++)
       hp[i] = i < (size_t)s.c ? 0.3f : 1.0f;
     tdm_backend_upload(gpu, s.p, hp, 6 * (size_t)s.c * 4);
     tdm_backend_zero(gpu, s.a, n * 4);
     tdm_backend_zero(gpu, s.xs, n);
-    double mb = (double)n * 2 / 1e6;
+    /* MB: a bf16 tensor's; a mask of bits is a sixteenth of it. */
+    double mb = (double)n * 2 / 1e6, bits = mb / 16;
     struct {
       const char *name;
       BenchFn fn;
@@ -339,13 +359,14 @@ run_bn_bench(void)
       {"bn_moments", bn_moments_op, mb},
       {"bn_stats", bn_stats_op, 0.0},
       {"bn_forward_bf16 relu", bn_forward_op, 2 * mb},
+      {"bn_forward_bf16 + skip, relu, mask", bn_end_op, 3 * mb + bits},
       {"bn_backward_sums relu", bn_sums_op, 2 * mb},
       {"bn_backward_dx_bf16 relu", bn_dx_op, 3 * mb},
       {"add_strided_bf16 stride 2", add_strided_op, 3 * mb + mb / 2},
-      {"block start, unfused", block_start_unfused_op, 7 * mb},
-      {"add_relu_backward_bf16", block_start_fused_op, 4 * mb},
-      {"start, then bn sums", start_then_sums_op, 6 * mb},
-      {"add_relu_backward_bn_sums_bf16", start_sums_op, 5 * mb},
+      {"block start, unfused", block_start_unfused_op, 6 * mb + bits},
+      {"add_relu_backward_bf16", block_start_fused_op, 3 * mb + bits},
+      {"start, then bn sums", start_then_sums_op, 5 * mb + bits},
+      {"add_relu_backward_bn_sums_bf16", start_sums_op, 4 * mb + bits},
       {"from_bf16", from_bf16_op, 3 * mb},
     };
     for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
@@ -353,7 +374,8 @@ run_bn_bench(void)
       g_autofree char *what = g_strdup_printf("%s %d×%d", ops[i].name, s.rows, s.c);
       printf("%-34s %9.2f %9.1f %9.0f\n", what, us, ops[i].mb, ops[i].mb * 1e6 / (us * 1e3));
     }
-    void *all[] = {s.x16, s.dy16, s.out16, s.bnx16, s.a, s.xs, s.wide, s.p, s.sums, s.slots};
+    void *all[] = {s.x16,  s.dy16, s.out16, s.bnx16, s.mask,
+                   s.a,    s.xs,   s.wide,  s.p,     s.sums, s.slots};
     for (guint i = 0; i < G_N_ELEMENTS(all); i++)
       tdm_backend_release(gpu, all[i]);
   }

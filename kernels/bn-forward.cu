@@ -4,13 +4,15 @@
  * tdm-bn-moments.h's rule in slot order), the training forward's per-channel affine
  * map for a consumer that applies it itself (bn_affine), and the forward in training
  * and evaluation mode with an optional ReLU and an addend (a block's end), into
- * float32 or bf16: one memory-bound elementwise pass. x is read as float32 or as
+ * float32 or bf16, with a bf16 output's ReLU mask as bits where asked (tdm-relu-bits.h):
+ * one memory-bound elementwise pass. x is read as float32 or as
  * bfloat16 (X = uint16_t), widened exactly as it loads. Not here: the sums
  * (bn-sums.cu), and the convolutions and pools that read a bn's output as they
  * normalize it (conv-im2col.cu, pool.cu, with bn-value.cuh's same operations).
  */
 #include "tdm-kernels.h"
 #include "tdm-bn-moments.h"
+#include "tdm-relu-bits.h"
 #include "common.cuh"
 #include "bn-layout.cuh"
 #include "bn-value.cuh"
@@ -76,12 +78,16 @@ tdm_k_bn_affine(float *scale, float *shift, const float *mean, const float *invs
  * training mode's scale = invstd · γ, evaluation's γ / √(running_var + eps), each
  * thread computing its channels' pairs once as the CPU reference computes them. With
  * a (not NULL): y = the bn's output (use_relu false) + a, then max(·, 0) when
- * add_relu, as add_out adds (a plain sum of two rounded values: nothing to contract). */
+ * add_relu, as add_out adds (a plain sum of two rounded values: nothing to contract).
+ * With bits (a bf16 y), the mask of y as stored: a thread's V elements are V bits of one
+ * word (V divides the channels, so they start at a multiple of V), eight a whole byte,
+ * which it stores alone; four or one it ors into the word the launch cleared. */
 template <bool EVAL, int V, typename X, typename Y, typename A>
 __global__ void __launch_bounds__(BN_THREADS)
 bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, int rows, int channels,
-                  BnSumShape s, bool use_relu, const A *a, bool add_relu, bool aligned)
+                  BnSumShape s, bool use_relu, const A *a, bool add_relu, bool aligned,
+                  uint32_t *bits)
 {
   int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
   int ch = blockIdx.y * s.span + cl * V;
@@ -121,6 +127,16 @@ bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
             v[j] = add_relu ? tdm_k_relu_value(v[j] + w[j]) : v[j] + w[j];
         }
         bn_store_row<V>(y + at + r * step, v, aligned);
+        if (sizeof(Y) == 2 && bits != NULL) {
+          unsigned m = 0;
+          for (int j = 0; j < V; j++)
+            m |= tdm_relu_bit(tdm_k_bf16_bits(v[j])) << j;
+          size_t e = at + r * step;
+          if (V == 8)
+            ((uint8_t *)bits)[e / 8] = (uint8_t)m;
+          else
+            atomicOr(&bits[e / 32], m << (e % 32));
+        }
       }
     at += BN_PASS_BATCH * step;
   }
@@ -131,17 +147,24 @@ template <bool EVAL, typename X, typename Y = float, typename A = float>
 static cudaError_t
 bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, int rows, int channels,
-                  bool relu, cudaStream_t stream, const A *a = NULL, bool add_relu = false)
+                  bool relu, cudaStream_t stream, const A *a = NULL, bool add_relu = false,
+                  uint32_t *bits = NULL)
 {
   if (rows <= 0 || channels <= 0)
     return cudaSuccess;
   BnSumShape s = bn_pass_shape(rows, channels);
+  if (bits != NULL && s.v != 8) {
+    cudaError_t e =
+        cudaMemsetAsync(bits, 0, TDM_RELU_BITS_WORDS((size_t)rows * channels) * 4, stream);
+    if (e != cudaSuccess)
+      return e;
+  }
   bool aligned = bn_vec_aligned(y, s.v) && bn_vec_aligned(x, s.v) && (a == NULL || bn_vec_aligned(a, s.v));
   dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
   unsigned threads = (unsigned)(s.ct * s.rl);
 #define BN_FORWARD(V)                                                                          \
   bn_forward_kernel<EVAL, V, X, Y, A><<<grid, threads, 0, stream>>>(                           \
-      y, x, mean, spread, gamma, beta, eps, rows, channels, s, relu, a, add_relu, aligned)
+      y, x, mean, spread, gamma, beta, eps, rows, channels, s, relu, a, add_relu, aligned, bits)
   if (s.v == 8)
     BN_FORWARD(8);
   else if (s.v == 4)
@@ -181,27 +204,28 @@ template <typename A>
 static cudaError_t
 bn_forward_bf16_launch(uint16_t *y, const void *x, bool x16, const float *mean,
                        const float *invstd, const float *gamma, const float *beta, const A *a,
-                       int rows, int channels, bool relu, cudaStream_t stream)
+                       int rows, int channels, bool relu, uint32_t *bits, cudaStream_t stream)
 {
   /* With an addend, bn_forward_add's order: the bn without its ReLU, the add, then it. */
   bool bn_relu = relu && a == NULL, add_relu = relu && a != NULL;
   if (x16)
     return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
-                                    rows, channels, bn_relu, stream, a, add_relu);
+                                    rows, channels, bn_relu, stream, a, add_relu, bits);
   return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
-                                  channels, bn_relu, stream, a, add_relu);
+                                  channels, bn_relu, stream, a, add_relu, bits);
 }
 
 extern "C" cudaError_t
 tdm_k_bn_forward_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
                       const float *invstd, const float *gamma, const float *beta, const void *a,
-                      bool a16, int rows, int channels, bool relu, cudaStream_t stream)
+                      bool a16, int rows, int channels, bool relu, uint32_t *bits,
+                      cudaStream_t stream)
 {
   if (a != NULL && a16)
     return bn_forward_bf16_launch(y, x, x16, mean, invstd, gamma, beta, (const uint16_t *)a,
-                                  rows, channels, relu, stream);
+                                  rows, channels, relu, bits, stream);
   return bn_forward_bf16_launch(y, x, x16, mean, invstd, gamma, beta, (const float *)a, rows,
-                                channels, relu, stream);
+                                channels, relu, bits, stream);
 }
 
 /* The evaluation's forward (running statistics) from either input type into Y. */

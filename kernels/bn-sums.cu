@@ -75,10 +75,12 @@ struct BnSumArgs {
   /* The finish: out0, out1 (backward), or this replica's slot of `slots` (moments). */
   float *out0, *out1, *slots;
   int slot, slot_count;
-  bool aligned; /* x and dy (and skip, mask, dx) allow the vector accesses */
-  /* SUM_START: dy is the first layer's input gradient a, the skip's share (NULL:
-   * none) and the ReLU's output below (NULL: no ReLU) bf16, dx the rounded sum. */
-  const uint16_t *skip, *mask;
+  bool aligned; /* x and dy (and skip, dx) allow the vector accesses */
+  /* SUM_START: dy is the first layer's input gradient a, the skip's share (bf16,
+   * NULL: none) and the ReLU's mask below as bits (tdm-relu-bits.h; NULL: no ReLU), dx
+   * the rounded sum. */
+  const uint16_t *skip;
+  const uint32_t *mask;
   uint16_t *dx;
 };
 
@@ -100,14 +102,25 @@ bn_widen_row(float *v, const BnRow<V, uint16_t> &r)
         (unsigned short)(j % 2 == 0 ? r.w[j / 2] & 0xffffu : r.w[j / 2] >> 16)));
 }
 
-/* The block start's inputs for one row (SUM_START): a (in dy), the skip and the mask,
- * packed as loaded. A batch's rows are all loaded before its first dx store: a load
- * issued after a store waits behind it, the compiler being unable to move it past one
- * (dx may be a or the skip). A bf16 a with neither is a copy: nothing more to load. */
+/* A row's V bits of the mask from element at on: V channels at a multiple of V (V
+ * dividing the channels and 32) are bits of one word, which the warp's threads share:
+ * an eighth of a byte an element where the bf16 output it stands for was two. */
+template <typename X, typename D>
+__device__ __forceinline__ unsigned
+bn_start_bits(const BnSumArgs<X, D> &a, size_t at)
+{
+  return a.mask[at / 32] >> (at % 32);
+}
+
+/* The block start's inputs for one row (SUM_START): a (in dy), the skip and the mask's
+ * bits, packed as loaded. A batch's rows are all loaded before its first dx store: a
+ * load issued after a store waits behind it, the compiler being unable to move it past
+ * one (dx may be a or the skip). A bf16 a with neither is a copy: nothing more to load. */
 template <int V, typename D>
 struct BnStartRow {
   BnRow<V, D> d;
-  BnRow<V, uint16_t> s, m;
+  BnRow<V, uint16_t> s;
+  unsigned m;
   template <typename X>
   __device__ __forceinline__ void load(const BnSumArgs<X, D> &a, size_t at)
   {
@@ -116,13 +129,13 @@ struct BnStartRow {
       if (a.skip != NULL)
         s.load(a.skip + at, a.aligned);
       if (a.mask != NULL)
-        m.load(a.mask + at, a.aligned);
+        m = bn_start_bits(a, at);
     }
   }
 };
 
 /* The block start's gradient for V channels of one row (SUM_START): a's values plus
- * the skip's where the mask is positive, else 0, rounded once to bf16 into dx and
+ * the skip's where the mask's bit is set, else 0, rounded once to bf16 into dx and
  * widened back into g: tdm_k_add_relu_backward_bf16's bits, or with no skip
  * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's, or (a bf16, no mask) a copy's (a NaN's
  * bits kept: the widened value's high half). The inputs come from r, loaded before, or
@@ -152,12 +165,9 @@ bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at, const BnStartRow<V, 
         v[j] = v[j] + t[j];
     }
     if (a.mask != NULL) {
-      if (r != NULL)
-        bn_widen_row<V>(t, r->m);
-      else
-        bn_load_row<V>(t, a.mask + at, a.aligned);
+      unsigned m = r != NULL ? r->m : bn_start_bits(a, at);
       for (int j = 0; j < V; j++)
-        v[j] = t[j] > 0.0f ? v[j] : 0.0f;
+        v[j] = m >> j & 1u ? v[j] : 0.0f;
     }
     for (int j = 0; j < V; j++)
       h[j] = tdm_k_bf16_bits(v[j]);
@@ -523,7 +533,7 @@ bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
           const float *invstd, const float *gamma, const float *beta, int rows, int channels,
           double *partials, size_t partials_count, unsigned *counters, size_t counter_count,
           float *slots, int slot, int slot_count, cudaStream_t stream,
-          const uint16_t *skip = NULL, const uint16_t *mask = NULL, uint16_t *dx = NULL)
+          const uint16_t *skip = NULL, const uint32_t *mask = NULL, uint16_t *dx = NULL)
 {
   if (channels <= 0)
     return cudaSuccess;
@@ -535,7 +545,6 @@ bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
                        out0, out1, slots, slot, slot_count, true, skip, mask, dx};
   a.aligned = bn_vec_aligned(x, s.v) && (MODE == SUM_SHIFTED || bn_vec_aligned(dy, s.v)) &&
               (skip == NULL || bn_vec_aligned(skip, s.v)) &&
-              (mask == NULL || bn_vec_aligned(mask, s.v)) &&
               (dx == NULL || bn_vec_aligned(dx, s.v));
   dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
   unsigned threads = (unsigned)(s.ct * s.rl);
@@ -604,7 +613,7 @@ tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16, c
  * that every addition falls as tdm_k_bn_backward_sums's on the dx it writes. */
 template <typename X, typename D>
 static cudaError_t
-start_sums(uint16_t *dx, const D *a, const uint16_t *skip, const uint16_t *mask, const X *x,
+start_sums(uint16_t *dx, const D *a, const uint16_t *skip, const uint32_t *mask, const X *x,
            const float *mean, const float *invstd, const float *gamma, const float *beta,
            bool relu, int rows, int channels, float *dgamma, float *dbeta, double *partials,
            size_t partials_count, unsigned *counters, size_t counter_count,
@@ -622,7 +631,7 @@ start_sums(uint16_t *dx, const D *a, const uint16_t *skip, const uint16_t *mask,
 
 extern "C" cudaError_t
 tdm_k_add_relu_backward_bn_sums_bf16(uint16_t *dx, const void *a, bool a16,
-                                     const uint16_t *skip, const uint16_t *mask,
+                                     const uint16_t *skip, const uint32_t *mask,
                                      const void *x, bool x16, const float *mean,
                                      const float *invstd, const float *gamma,
                                      const float *beta, bool relu, int rows, int channels,

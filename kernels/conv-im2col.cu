@@ -207,7 +207,7 @@ tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const float *mean,
    * at the memory's rate, where the table kernel's div/mod and 8-byte accesses do not. */
   if (kh == 1 && kw == 1 && pad == 0 && stride == 1 && (size_t)n * h * w <= INT_MAX)
     return tdm_k_bn_forward_bf16(col, x, x16, mean, invstd, gamma, beta, NULL, false,
-                                 n * h * w, c, relu, stream);
+                                 n * h * w, c, relu, NULL, stream);
   BnGather bn = {mean, invstd, gamma, beta, relu};
   if (x16)
     return im2col_launch<uint16_t, true>(col, (const uint16_t *)x, n, h, w, c, kh, kw, pad,

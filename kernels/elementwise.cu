@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* elementwise.cu — bias add (with the ReLU fused in) and its gradient, ReLU forward
  * and backward, the add and scale that communicators use, the float-to-bfloat16
- * rounding of --precision bf16's stored operands, inverted dropout on the counter RNG,
+ * rounding of --precision bf16's stored operands, a residual block's add and ReLU over
+ * bf16 tensors (its mask as bits, tdm-relu-bits.h), inverted dropout on the counter RNG,
  * and exact mode's fixed-point addition: each float converted by the rule the CPU uses
  * (tdm-exact-fixed.h) and added into its two int64 limbs, so that a step's chunks are
  * summed on the GPU (integer additions, whose bits depend on no order).
@@ -14,6 +15,7 @@
 #include "tdm-kernels.h"
 #include "tdm-counter-rng.h"
 #include "tdm-exact-fixed.h"
+#include "tdm-relu-bits.h"
 #include "common.cuh"
 
 #include <cuda_bf16.h>
@@ -272,45 +274,95 @@ add_out_bf16_kernel(uint16_t *y, const float *a, const X *x, size_t n, bool relu
   }
 }
 
-/* dx = y > 0 ? dy : 0 with y bf16, dy and dx each float32 or bf16 (DX, DY): a
- * residual block's end in backward, its gradient read and written in the type it is
- * kept in (dx may be dy where the types agree: each thread reads its values first). */
+/* add_out_bf16_kernel's y and its ReLU's mask, eight elements a thread: the mask's
+ * byte q is elements 8q to 8q + 7 (tdm-relu-bits.h), stored whole, so no two threads
+ * share a byte (no atomics, nothing to clear first) and a warp's 32 bytes are one
+ * store; each bit from the bf16 value as stored. 16-byte accesses where `vec` (every
+ * pointer 16-byte aligned) and the eight are all there, else one value at a time. */
+template <typename X>
+__global__ void
+add_out_bf16_bits_kernel(uint16_t *y, const float *a, const X *x, size_t n, bool relu,
+                         uint8_t *bits, bool vec)
+{
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t q = blockIdx.x * (size_t)blockDim.x + threadIdx.x; q < (n + 7) / 8; q += stride) {
+    size_t e = q * 8;
+    int m = n - e < 8 ? (int)(n - e) : 8;
+    bool whole = vec && m == 8;
+    float va[8], vx[8];
+    if (whole) {
+      tdm_k_vec<8>::load(va, a + e);
+      tdm_k_vec<8>::load(vx, x + e);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        va[j] = j < m ? a[e + j] : 0.0f;
+        vx[j] = j < m ? tdm_k_load1(x + e + j) : 0.0f;
+      }
+    }
+    unsigned h[8], byte = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      float v = relu ? tdm_k_relu_value(va[j] + vx[j]) : va[j] + vx[j];
+      h[j] = tdm_k_bf16_bits(v);
+      byte |= (j < m ? tdm_relu_bit((uint16_t)h[j]) : 0u) << j;
+    }
+    if (whole)
+      *(uint4 *)(y + e) = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16,
+                                     h[6] | h[7] << 16);
+    else
+      for (int j = 0; j < m; j++)
+        y[e + j] = (uint16_t)h[j];
+    bits[q] = (uint8_t)byte;
+  }
+}
+
+/* The mask's bits from element e on, within e's word: V consecutive elements at a
+ * multiple of V (V dividing 32) are bits 0 to V − 1 of it. */
+__device__ __forceinline__ unsigned
+relu_bits_from(const uint32_t *mask, size_t e)
+{
+  return mask[e / 32] >> (e % 32);
+}
+
+/* dx = the mask's bit ? dy : 0 (the block end's ReLU, its mask as bits; `first` is dx[0]'s
+ * element), dy and dx each float32 or bf16 (DX, DY): a residual block's end in
+ * backward, its gradient read and written in the type it is kept in (dx may be dy
+ * where the types agree: each thread reads its values first). */
 template <int V, typename DX, typename DY>
 __global__ void
-relu_backward_bf16_kernel(DX *dx, const DY *dy, const uint16_t *y, size_t n)
+relu_backward_bf16_kernel(DX *dx, const DY *dy, const uint32_t *mask, size_t first, size_t n)
 {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n / V; i += stride) {
-    float vd[V], vy[V];
+    float vd[V];
     tdm_k_vec<V>::load(vd, dy + i * V);
-    tdm_k_vec<V>::load(vy, y + i * V);
+    unsigned m = relu_bits_from(mask, first + i * V);
     for (int j = 0; j < V; j++)
-      vd[j] = vy[j] > 0.0f ? vd[j] : 0.0f;
+      vd[j] = m >> j & 1u ? vd[j] : 0.0f;
     tdm_k_vec<V>::store(dx + i * V, vd);
   }
 }
 
-/* dx = y > 0 ? a + x : 0 (y NULL: no ReLU) with a and x float32 or bf16 (A, X), the sum
- * in float32 rounded to bf16 once: a residual block's start in backward, its first
- * layer's input gradient and the skip's share summed and the ReLU of the layer before
- * applied in one pass (dx may be a or x where that one is bf16: each thread reads its
- * values first). */
+/* dx = the mask's bit ? a + x : 0 (mask NULL: no ReLU; `first` is dx[0]'s element) with
+ * a and x float32 or bf16 (A, X), the sum in float32 rounded to bf16 once: a residual
+ * block's start in backward, its first layer's input gradient and the skip's share
+ * summed and the ReLU of the layer before applied in one pass (dx may be a or x where
+ * that one is bf16: each thread reads its values first). */
 template <int V, typename A, typename X>
 __global__ void
-add_relu_backward_bf16_kernel(uint16_t *dx, const A *a, const X *x, const uint16_t *y, size_t n)
+add_relu_backward_bf16_kernel(uint16_t *dx, const A *a, const X *x, const uint32_t *mask,
+                              size_t first, size_t n)
 {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n / V; i += stride) {
-    float va[V], vx[V], vy[V];
+    float va[V], vx[V];
     tdm_k_vec<V>::load(va, a + i * V);
     tdm_k_vec<V>::load(vx, x + i * V);
-    if (y != NULL)
-      tdm_k_vec<V>::load(vy, y + i * V);
-    else
-      for (int j = 0; j < V; j++)
-        vy[j] = 1.0f; /* no ReLU: every value kept */
+    /* No mask: every value kept. */
+    unsigned m = mask != NULL ? relu_bits_from(mask, first + i * V) : ~0u;
     for (int j = 0; j < V; j++)
-      va[j] = vy[j] > 0.0f ? va[j] + vx[j] : 0.0f;
+      va[j] = m >> j & 1u ? va[j] + vx[j] : 0.0f;
     tdm_k_vec<V>::store(dx + i * V, va);
   }
 }
@@ -356,8 +408,15 @@ quad_ok(const void *p, size_t size)
 template <typename X>
 static cudaError_t
 add_out_bf16_launch(uint16_t *y, const float *a, const X *x, size_t n, bool relu,
-                    cudaStream_t stream)
+                    uint32_t *bits, cudaStream_t stream)
 {
+  if (bits != NULL) {
+    bool vec = tdm_k_aligned16(y) && tdm_k_aligned16(a) && tdm_k_aligned16(x);
+    add_out_bf16_bits_kernel<X>
+        <<<tdm_k_blocks((n + 7) / 8, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            y, a, x, n, relu, (uint8_t *)bits, vec);
+    return tdm_k_launched();
+  }
   bool vec = quad_ok(a, sizeof(*a)) && quad_ok(x, sizeof(X)) && quad_ok(y, sizeof(*y));
   size_t body = vec ? n / 4 * 4 : 0;
   if (body > 0)
@@ -371,45 +430,46 @@ add_out_bf16_launch(uint16_t *y, const float *a, const X *x, size_t n, bool relu
 
 extern "C" cudaError_t
 tdm_k_add_out_bf16(uint16_t *y, const float *a, const void *x, bool x16, size_t n, bool relu,
-                   cudaStream_t stream)
+                   uint32_t *bits, cudaStream_t stream)
 {
   if (n == 0)
     return cudaSuccess;
   if (x16)
-    return add_out_bf16_launch(y, a, (const uint16_t *)x, n, relu, stream);
-  return add_out_bf16_launch(y, a, (const float *)x, n, relu, stream);
+    return add_out_bf16_launch(y, a, (const uint16_t *)x, n, relu, bits, stream);
+  return add_out_bf16_launch(y, a, (const float *)x, n, relu, bits, stream);
 }
 
 template <typename DX, typename DY>
 static cudaError_t
-relu_backward_bf16_launch(DX *dx, const DY *dy, const uint16_t *y, size_t n,
+relu_backward_bf16_launch(DX *dx, const DY *dy, const uint32_t *mask, size_t n,
                           cudaStream_t stream)
 {
-  bool vec = quad_ok(dx, sizeof(DX)) && quad_ok(dy, sizeof(DY)) && quad_ok(y, sizeof(*y));
+  bool vec = quad_ok(dx, sizeof(DX)) && quad_ok(dy, sizeof(DY));
   size_t body = vec ? n / 4 * 4 : 0;
   if (body > 0)
-    relu_backward_bf16_kernel<4, DX, DY><<<tdm_k_blocks(body / 4, TDM_K_THREADS),
-                                           TDM_K_THREADS, 0, stream>>>(dx, dy, y, body);
+    relu_backward_bf16_kernel<4, DX, DY>
+        <<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(dx, dy, mask, 0,
+                                                                              body);
   if (n > body)
-    relu_backward_bf16_kernel<1, DX, DY><<<tdm_k_blocks(n - body, TDM_K_THREADS),
-                                           TDM_K_THREADS, 0, stream>>>(dx + body, dy + body,
-                                                                       y + body, n - body);
+    relu_backward_bf16_kernel<1, DX, DY>
+        <<<tdm_k_blocks(n - body, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
+            dx + body, dy + body, mask, body, n - body);
   return tdm_k_launched();
 }
 
 extern "C" cudaError_t
-tdm_k_relu_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16, const uint16_t *y,
+tdm_k_relu_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16, const uint32_t *mask,
                          size_t n, cudaStream_t stream)
 {
   if (n == 0)
     return cudaSuccess;
   if (dx16 && dy16)
-    return relu_backward_bf16_launch((uint16_t *)dx, (const uint16_t *)dy, y, n, stream);
+    return relu_backward_bf16_launch((uint16_t *)dx, (const uint16_t *)dy, mask, n, stream);
   if (dx16)
-    return relu_backward_bf16_launch((uint16_t *)dx, (const float *)dy, y, n, stream);
+    return relu_backward_bf16_launch((uint16_t *)dx, (const float *)dy, mask, n, stream);
   if (dy16)
-    return relu_backward_bf16_launch((float *)dx, (const uint16_t *)dy, y, n, stream);
-  return relu_backward_bf16_launch((float *)dx, (const float *)dy, y, n, stream);
+    return relu_backward_bf16_launch((float *)dx, (const uint16_t *)dy, mask, n, stream);
+  return relu_backward_bf16_launch((float *)dx, (const float *)dy, mask, n, stream);
 }
 
 template <typename Y, typename A>
@@ -462,48 +522,47 @@ tdm_k_add_strided_bf16(void *y, bool y16, const void *a, bool a16, const float *
 }
 
 /* V = 8 where every pointer is 16-byte aligned (one 16-byte access for each bf16
- * operand, two for a float32 one), 4 where each allows quad_ok's, the tail one by one. */
+ * operand, two for a float32 one), 4 where each allows quad_ok's, the tail one by one;
+ * a thread's V bits of the mask are one 4-byte load that its warp shares. */
 template <typename A, typename X>
 static cudaError_t
-add_relu_backward_bf16_launch(uint16_t *dx, const A *a, const X *x, const uint16_t *y, size_t n,
-                              cudaStream_t stream)
+add_relu_backward_bf16_launch(uint16_t *dx, const A *a, const X *x, const uint32_t *mask,
+                              size_t n, cudaStream_t stream)
 {
-  bool octo = tdm_k_aligned16(dx) && tdm_k_aligned16(a) && tdm_k_aligned16(x) &&
-              (y == NULL || tdm_k_aligned16(y));
-  bool quad = quad_ok(dx, sizeof(*dx)) && quad_ok(a, sizeof(A)) && quad_ok(x, sizeof(X)) &&
-              (y == NULL || quad_ok(y, sizeof(*y)));
+  bool octo = tdm_k_aligned16(dx) && tdm_k_aligned16(a) && tdm_k_aligned16(x);
+  bool quad = quad_ok(dx, sizeof(*dx)) && quad_ok(a, sizeof(A)) && quad_ok(x, sizeof(X));
   size_t body = octo ? n / 8 * 8 : quad ? n / 4 * 4 : 0;
   if (body > 0 && octo)
     add_relu_backward_bf16_kernel<8, A, X>
-        <<<tdm_k_blocks(body / 8, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(dx, a, x, y,
-                                                                              body);
+        <<<tdm_k_blocks(body / 8, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(dx, a, x, mask,
+                                                                              0, body);
   else if (body > 0)
     add_relu_backward_bf16_kernel<4, A, X>
-        <<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(dx, a, x, y,
-                                                                              body);
+        <<<tdm_k_blocks(body / 4, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(dx, a, x, mask,
+                                                                              0, body);
   if (n > body)
     add_relu_backward_bf16_kernel<1, A, X>
         <<<tdm_k_blocks(n - body, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-            dx + body, a + body, x + body, y != NULL ? y + body : NULL, n - body);
+            dx + body, a + body, x + body, mask, body, n - body);
   return tdm_k_launched();
 }
 
 extern "C" cudaError_t
 tdm_k_add_relu_backward_bf16(uint16_t *dx, const void *a, bool a16, const void *x, bool x16,
-                             const uint16_t *y, size_t n, cudaStream_t stream)
+                             const uint32_t *mask, size_t n, cudaStream_t stream)
 {
   if (n == 0)
     return cudaSuccess;
   if (a16 && x16)
-    return add_relu_backward_bf16_launch(dx, (const uint16_t *)a, (const uint16_t *)x, y, n,
+    return add_relu_backward_bf16_launch(dx, (const uint16_t *)a, (const uint16_t *)x, mask, n,
                                          stream);
   if (a16)
-    return add_relu_backward_bf16_launch(dx, (const uint16_t *)a, (const float *)x, y, n,
+    return add_relu_backward_bf16_launch(dx, (const uint16_t *)a, (const float *)x, mask, n,
                                          stream);
   if (x16)
-    return add_relu_backward_bf16_launch(dx, (const float *)a, (const uint16_t *)x, y, n,
+    return add_relu_backward_bf16_launch(dx, (const float *)a, (const uint16_t *)x, mask, n,
                                          stream);
-  return add_relu_backward_bf16_launch(dx, (const float *)a, (const float *)x, y, n, stream);
+  return add_relu_backward_bf16_launch(dx, (const float *)a, (const float *)x, mask, n, stream);
 }
 
 /* out[i] = in[i] rounded to bfloat16, nearest even. */

@@ -47,25 +47,27 @@ cudaError_t tdm_k_to_bf16_padded(uint16_t *out, const float *in, size_t rows, in
                                  cudaStream_t stream);
 /* out[i] = the bfloat16 in[i] as float (exact). */
 cudaError_t tdm_k_from_bf16(float *out, const uint16_t *in, size_t n, cudaStream_t stream);
-/* A residual block's tensors stored as bfloat16: dx = y > 0 ? dy : 0 with y bf16, dy
+/* A residual block's tensors stored as bfloat16, its ReLU's mask as bits (tdm-relu-bits.h:
+ * bit e of word e / 32 set where the bf16 output is > 0): dx = mask bit ? dy : 0, dy
  * and dx float32 or (dy16, dx16) bf16, dx == dy allowed where their types agree;
  * y = a + x (x float32 or, x16, bf16; then max(·, 0) when relu) rounded: the bits of
- * tdm_k_add_out then tdm_k_to_bf16 (y may be x where x is bf16); add_strided_bf16:
+ * tdm_k_add_out then tdm_k_to_bf16 (y may be x where x is bf16), and with bits (not
+ * NULL) y's mask, a byte a thread of eight elements; add_strided_bf16:
  * y = a + x (n·h·w·c, NHWC) at the pixels a 1×1 convolution of this stride and no
  * padding reads, a + 0 elsewhere, a float32 or (a16) bf16, rounded into bf16 y (y16) or
  * stored into float32 y (y may be a where their types agree), x compact
- * (n · ((h−1)/stride+1) · ((w−1)/stride+1) · c); add_relu_backward_bf16: dx = y > 0 ?
- * a + x : 0 (y NULL: a + x) rounded once, a and x float32 or (a16, x16) bf16, the bits
+ * (n · ((h−1)/stride+1) · ((w−1)/stride+1) · c); add_relu_backward_bf16: dx = mask bit ?
+ * a + x : 0 (mask NULL: a + x) rounded once, a and x float32 or (a16, x16) bf16, the bits
  * of tdm_k_add_out_bf16 then tdm_k_relu_backward_bf16 (dx may be a or x where that
  * one is bf16). */
 cudaError_t tdm_k_relu_backward_bf16(void *dx, bool dx16, const void *dy, bool dy16,
-                                     const uint16_t *y, size_t n, cudaStream_t stream);
+                                     const uint32_t *mask, size_t n, cudaStream_t stream);
 cudaError_t tdm_k_add_out_bf16(uint16_t *y, const float *a, const void *x, bool x16, size_t n,
-                               bool relu, cudaStream_t stream);
+                               bool relu, uint32_t *bits, cudaStream_t stream);
 cudaError_t tdm_k_add_strided_bf16(void *y, bool y16, const void *a, bool a16, const float *x,
                                    int n, int h, int w, int c, int stride, cudaStream_t stream);
 cudaError_t tdm_k_add_relu_backward_bf16(uint16_t *dx, const void *a, bool a16, const void *x,
-                                         bool x16, const uint16_t *y, size_t n,
+                                         bool x16, const uint32_t *mask, size_t n,
                                          cudaStream_t stream);
 /* Forward and backward alike (y == x allowed): x masked and scaled by 1 / (1 − p). */
 cudaError_t tdm_k_dropout(float *y, const float *x, const int32_t *indices, int n,
@@ -242,11 +244,12 @@ cudaError_t tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mea
 /* tdm_k_bn_forward (no ReLU of its own) then y += a and, with relu, max(y, 0): the bits
  * of tdm_k_bn_forward then tdm_k_add_out, in one pass. */
 /* tdm_k_bn_forward (a NULL) or tdm_k_bn_forward_add (a float32 or, a16, bf16) rounded
- * into y as bf16: the bits of either then tdm_k_to_bf16, in one pass. */
+ * into y as bf16: the bits of either then tdm_k_to_bf16, in one pass; with bits (not
+ * NULL), y's mask as tdm_k_add_out_bf16 writes it, in the same pass. */
 cudaError_t tdm_k_bn_forward_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
                                   const float *invstd, const float *gamma, const float *beta,
                                   const void *a, bool a16, int rows, int channels, bool relu,
-                                  cudaStream_t stream);
+                                  uint32_t *bits, cudaStream_t stream);
 cudaError_t tdm_k_bn_forward_add(float *y, const void *x, bool x16, const float *mean,
                                  const float *invstd, const float *gamma, const float *beta,
                                  const float *a, int rows, int channels, bool relu,
@@ -275,13 +278,13 @@ cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, 
                                    size_t partials_count, unsigned *counters,
                                    size_t counter_count, cudaStream_t stream);
 /* A residual block's start in backward and the sums of the bn below it in one pass:
- * dx = mask > 0 ? a + skip : 0 (a float32 or, a16, bf16; skip and mask bf16, NULL for
+ * dx = mask bit ? a + skip : 0 (a float32 or, a16, bf16; skip bf16, mask bits, NULL for
  * none) rounded once to bf16 (tdm_k_add_relu_backward_bf16's bits; with no skip
  * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's or a copy's), and dgamma, dbeta as
  * tdm_k_bn_backward_sums writes them from that dx (bf16), the same bits: it is that
  * kernel, its dy made as it loads. dx may be a or skip where that one is bf16. */
 cudaError_t tdm_k_add_relu_backward_bn_sums_bf16(
-    uint16_t *dx, const void *a, bool a16, const uint16_t *skip, const uint16_t *mask,
+    uint16_t *dx, const void *a, bool a16, const uint16_t *skip, const uint32_t *mask,
     const void *x, bool x16, const float *mean, const float *invstd, const float *gamma,
     const float *beta, bool relu, int rows, int channels, float *dgamma, float *dbeta,
     double *partials, size_t partials_count, unsigned *counters, size_t counter_count,

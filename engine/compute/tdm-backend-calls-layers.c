@@ -86,13 +86,13 @@ void
 tdm_backend_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                             const float *mean, const float *invstd, const float *gamma,
                             const float *beta, const void *a, TdmDtype a_type, int rows,
-                            int channels, bool relu)
+                            int channels, bool relu, uint32_t *bits)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, bn_forward_bf16) &&
       bn_input_ok(b, "bn_forward_bf16", x_type, rows, channels) &&
       tdm_backend_input_ok(b, "bn_forward_bf16", a_type))
     b->ops->bn_forward_bf16(b, y, x, x_type, mean, invstd, gamma, beta, a, a_type, rows,
-                            channels, relu);
+                            channels, relu, bits);
 }
 
 void
@@ -146,11 +146,10 @@ tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const v
 void
 tdm_backend_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
                                            TdmDtype a_type, const uint16_t *skip,
-                                           const uint16_t *mask, const void *x,
-                                           TdmDtype x_type, const float *mean,
-                                           const float *invstd, const float *gamma,
-                                           const float *beta, bool relu, int rows,
-                                           int channels, float *dgamma, float *dbeta)
+                                           const uint32_t *mask, const void *x, TdmDtype x_type,
+                                           const float *mean, const float *invstd,
+                                           const float *gamma, const float *beta, bool relu,
+                                           int rows, int channels, float *dgamma, float *dbeta)
 {
   const char *op = "add_relu_backward_bn_sums_bf16";
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_relu_backward_bn_sums_bf16) &&
@@ -158,7 +157,7 @@ tdm_backend_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const vo
       TDM_ARGS_OK(b, (const void *)dx != a || a_type == TDM_DTYPE_BF16,
                   _("%s: dx is a but a is not bf16"), op) &&
       TDM_ARGS_OK(b, (const void *)dx != x && (const void *)dx != (const void *)mask,
-                  _("%s: dx is the bn's input or the ReLU's output"), op))
+                  _("%s: dx is the bn's input or the ReLU's mask"), op))
     b->ops->add_relu_backward_bn_sums_bf16(b, dx, a, a_type, skip, mask, x, x_type, mean,
                                            invstd, gamma, beta, relu, rows, channels, dgamma,
                                            dbeta);

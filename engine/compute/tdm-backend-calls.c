@@ -527,14 +527,14 @@ tdm_backend_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
 
 void
 tdm_backend_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                               TdmDtype dy_type, const uint16_t *y, size_t n)
+                               TdmDtype dy_type, const uint32_t *mask, size_t n)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, relu_backward_bf16) &&
       tdm_backend_input_ok(b, "relu_backward_bf16", dx_type) &&
       tdm_backend_input_ok(b, "relu_backward_bf16", dy_type) &&
       TDM_ARGS_OK(b, dx != dy || dx_type == dy_type,
                   _("relu_backward_bf16: dx is dy but of another type")))
-    b->ops->relu_backward_bf16(b, dx, dx_type, dy, dy_type, y, n);
+    b->ops->relu_backward_bf16(b, dx, dx_type, dy, dy_type, mask, n);
 }
 
 void
@@ -555,7 +555,8 @@ tdm_backend_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void
 
 void
 tdm_backend_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
-                                   const void *x, TdmDtype x_type, const uint16_t *y, size_t n)
+                                   const void *x, TdmDtype x_type, const uint32_t *mask,
+                                   size_t n)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_relu_backward_bf16) &&
       tdm_backend_input_ok(b, "add_relu_backward_bf16", a_type) &&
@@ -564,16 +565,16 @@ tdm_backend_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, T
                   ((const void *)dx != a || a_type == TDM_DTYPE_BF16) &&
                       ((const void *)dx != x || x_type == TDM_DTYPE_BF16),
                   _("add_relu_backward_bf16: dx is an operand of another type")))
-    b->ops->add_relu_backward_bf16(b, dx, a, a_type, x, x_type, y, n);
+    b->ops->add_relu_backward_bf16(b, dx, a, a_type, x, x_type, mask, n);
 }
 
 void
 tdm_backend_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
-                         TdmDtype x_type, size_t n, bool relu)
+                         TdmDtype x_type, size_t n, bool relu, uint32_t *bits)
 {
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_out_bf16) &&
       tdm_backend_input_ok(b, "add_out_bf16", x_type))
-    b->ops->add_out_bf16(b, y, a, x, x_type, n, relu);
+    b->ops->add_out_bf16(b, y, a, x, x_type, n, relu, bits);
 }
 
 void

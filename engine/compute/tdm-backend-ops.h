@@ -203,17 +203,18 @@ struct _TdmBackendOps {
    * bf16; a max pool of any window reading a training bn's output it normalizes. */
   void (*from_bf16) (TdmBackend *b, float *out, const uint16_t *in, size_t n);
   void (*relu_backward_bf16) (TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                              TdmDtype dy_type, const uint16_t *y, size_t n);
+                              TdmDtype dy_type, const uint32_t *mask, size_t n);
   void (*add_out_bf16) (TdmBackend *b, uint16_t *y, const float *a, const void *x,
-                        TdmDtype x_type, size_t n, bool relu);
+                        TdmDtype x_type, size_t n, bool relu, uint32_t *bits);
   void (*add_strided_bf16) (TdmBackend *b, void *y, TdmDtype y_type, const void *a,
                             TdmDtype a_type, const float *x, int n, int h, int w, int c,
                             int stride);
   void (*add_relu_backward_bf16) (TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
-                                  const void *x, TdmDtype x_type, const uint16_t *y, size_t n);
+                                  const void *x, TdmDtype x_type, const uint32_t *mask,
+                                  size_t n);
   void (*add_relu_backward_bn_sums_bf16) (TdmBackend *b, uint16_t *dx, const void *a,
                                           TdmDtype a_type, const uint16_t *skip,
-                                          const uint16_t *mask, const void *x,
+                                          const uint32_t *mask, const void *x,
                                           TdmDtype x_type, const float *mean,
                                           const float *invstd, const float *gamma,
                                           const float *beta, bool relu, int rows,
@@ -221,7 +222,7 @@ struct _TdmBackendOps {
   void (*bn_forward_bf16) (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                            const float *mean, const float *invstd, const float *gamma,
                            const float *beta, const void *a, TdmDtype a_type, int rows,
-                           int channels, bool relu);
+                           int channels, bool relu, uint32_t *bits);
   void (*maxpool_forward_bf16) (TdmBackend *b, uint16_t *y, int32_t *argmax, const void *x,
                                 TdmDtype x_type, const float *mean, const float *invstd,
                                 const float *gamma, const float *beta, bool relu, int n,

@@ -715,10 +715,12 @@ void tdm_backend_add_out (TdmBackend *b, float *y, const float *a, const float *
  * tdm_backend_has_bf16_blocks(); elsewhere they fail. Each value written is the float32
  * result rounded once as to_bf16 rounds; each bf16 value read is widened exactly.
  * from_bf16: out[i] = in[i] as float. relu_backward_bf16: relu_backward with the ReLU's
- * output y stored as bf16 (y > 0 as the rounded value says), the gradients dy and dx
- * each float32 or bf16 (dx may be dy where their types agree). add_out_bf16: add_out's
+ * mask as bits (tdm-relu-bits.h: bit e of `mask` set where the ReLU's bf16 output is
+ * > 0, as add_out_bf16 and bn_forward_bf16 write them), the gradients dy and dx each
+ * float32 or bf16 (dx may be dy where their types agree). add_out_bf16: add_out's
  * y = a + x (then max(·, 0) when relu) rounded into y, x float32 or bf16 (y may be x
- * where x is bf16). add_strided_bf16: y = a + x (n × h × w × c, NHWC) at the pixels a
+ * where x is bf16); with bits (not NULL), y's mask too, TDM_RELU_BITS_WORDS(n) words
+ * (the word's bits past n undefined). add_strided_bf16: y = a + x (n × h × w × c, NHWC) at the pixels a
  * 1×1 convolution of this stride and no padding reads, a + 0 elsewhere, rounded; x
  * compact, n × ((h − 1) / stride + 1) × ((w − 1) / stride + 1) × c: a residual block's
  * input gradient, its first layer's one (a, float32 or bf16: a_type) and its
@@ -726,27 +728,28 @@ void tdm_backend_add_out (TdmBackend *b, float *y, const float *a, const float *
  * may be a where their types agree: the sum in place, a float32 one to be rounded
  * later by to_bf16 with the same bits). add_relu_backward_bf16: a residual block's
  * start in backward, its two shares summed and the ReLU of the layer before it
- * applied in one pass: dx = y > 0 ? a + x : 0, the sum in float32 rounded once, a and
- * x each float32 or bf16, y (bf16) the ReLU's output, or NULL for no ReLU (then
+ * applied in one pass: dx = mask bit set ? a + x : 0, the sum in float32 rounded once, a and
+ * x each float32 or bf16, mask the ReLU's bits, or NULL for no ReLU (then
  * add_out_bf16's sum with a of either type); the bits of add_out_bf16 then
- * relu_backward_bf16 (masking commutes with rounding: the rounded sum where y > 0, the
+ * relu_backward_bf16 (masking commutes with rounding: the rounded sum where the bit is set, the
  * rounded 0 elsewhere); dx may be a or x where that one is bf16.
  * bn_forward_bf16: bn_forward's training output rounded into y, the bits of bn_forward
  * then to_bf16; when a is not NULL (float32 or bf16), bn_forward_add's y instead
- * (bn_forward without its own ReLU, + a, then max(·, 0) when relu), rounded. */
+ * (bn_forward without its own ReLU, + a, then max(·, 0) when relu), rounded; with bits
+ * (not NULL), y's mask too, as add_out_bf16 writes it. */
 void tdm_backend_from_bf16 (TdmBackend *b, float *out, const uint16_t *in, size_t n);
 void tdm_backend_relu_backward_bf16 (TdmBackend *b, void *dx, TdmDtype dx_type,
-                                     const void *dy, TdmDtype dy_type, const uint16_t *y,
+                                     const void *dy, TdmDtype dy_type, const uint32_t *mask,
                                      size_t n);
 void tdm_backend_add_strided_bf16 (TdmBackend *b, void *y, TdmDtype y_type, const void *a,
                                    TdmDtype a_type, const float *x, int n, int h, int w, int c,
                                    int stride);
 void tdm_backend_add_relu_backward_bf16 (TdmBackend *b, uint16_t *dx, const void *a,
                                          TdmDtype a_type, const void *x, TdmDtype x_type,
-                                         const uint16_t *y, size_t n);
+                                         const uint32_t *mask, size_t n);
 /* A block's start in backward followed by the sums of the bn below it, in one pass: dx
- * = mask > 0 ? a + skip : 0 rounded once to bf16 (a float32 or bf16, skip bf16 or NULL
- * for a alone, mask bf16 or NULL for no ReLU): the bits of add_relu_backward_bf16 (or,
+ * = mask bit set ? a + skip : 0 rounded once to bf16 (a float32 or bf16, skip bf16 or NULL
+ * for a alone, mask the ReLU's bits or NULL for no ReLU): the bits of add_relu_backward_bf16 (or,
  * skip NULL, relu_backward_bf16 or to_bf16 of a); then dgamma and dbeta as
  * bn_backward_sums(dgamma, dbeta, dx, bf16, x, x_type, mean, invstd, gamma, beta, relu,
  * rows, channels) writes them, the same bits: each backend adds the rows in the order
@@ -755,18 +758,18 @@ void tdm_backend_add_relu_backward_bf16 (TdmBackend *b, uint16_t *dx, const void
  * step after it is unchanged. Only where tdm_backend_has_start_bn_sums(). */
 void tdm_backend_add_relu_backward_bn_sums_bf16 (TdmBackend *b, uint16_t *dx, const void *a,
                                                  TdmDtype a_type, const uint16_t *skip,
-                                                 const uint16_t *mask, const void *x,
+                                                 const uint32_t *mask, const void *x,
                                                  TdmDtype x_type, const float *mean,
                                                  const float *invstd, const float *gamma,
                                                  const float *beta, bool relu, int rows,
                                                  int channels, float *dgamma, float *dbeta);
 gboolean tdm_backend_has_start_bn_sums (TdmBackend *b);
 void tdm_backend_add_out_bf16 (TdmBackend *b, uint16_t *y, const float *a, const void *x,
-                               TdmDtype x_type, size_t n, bool relu);
+                               TdmDtype x_type, size_t n, bool relu, uint32_t *bits);
 void tdm_backend_bn_forward_bf16 (TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                                   const float *mean, const float *invstd, const float *gamma,
                                   const float *beta, const void *a, TdmDtype a_type, int rows,
-                                  int channels, bool relu);
+                                  int channels, bool relu, uint32_t *bits);
 /* bn_forward_eval's output rounded into y as bf16, the bits of bn_forward_eval then
  * to_bf16, in one pass (a bf16 run's evaluation, its outputs stored as bf16 where the
  * next layer reads them so). */

@@ -129,17 +129,18 @@ bn_input_of(TdmReplica *r, int i, int n, BnGather *gather)
   return gather;
 }
 
-/* The gradient a block's end hands on, from dy (of dy_type) into dx (of dx_type; dx may
- * be dy where the types agree): through its ReLU when relu, the mask read from its
- * output y (of y_type), else converted as it is (also where the block's start after it
- * applied the ReLU already, relu_mask_before()). */
+/* The gradient block end i hands on, from dy (of dy_type) into dx (of dx_type; dx may
+ * be dy where the types agree): through its ReLU when relu, its mask the bits its
+ * forward wrote where it keeps them (relu_bits_kept(): its output stored as bf16), else
+ * its float32 output y; without, converted as it is (also where the block's start after
+ * it applied the ReLU already, relu_mask_before()). */
 static void
-block_end_grad(TdmReplica *r, void *dx, TdmDtype dx_type, const void *dy, TdmDtype dy_type,
-               const void *y, TdmDtype y_type, size_t count, bool relu)
+block_end_grad(TdmReplica *r, int i, void *dx, TdmDtype dx_type, const void *dy,
+               TdmDtype dy_type, const float *y, size_t count, bool relu)
 {
   TdmBackend *b = r->backend;
-  if (relu && y_type == TDM_DTYPE_BF16) {
-    tdm_backend_relu_backward_bf16(b, dx, dx_type, dy, dy_type, y, count);
+  if (relu && r->relu_bits[i] != NULL) {
+    tdm_backend_relu_backward_bf16(b, dx, dx_type, dy, dy_type, r->relu_bits[i], count);
   } else if (relu) {
     g_assert(dx_type == TDM_DTYPE_F32 && dy_type == TDM_DTYPE_F32); /* block_grad_bf16() */
     tdm_backend_relu_backward(b, dx, dy, y, count);
@@ -189,7 +190,7 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
   float *target = g16 && !l->projection                             ? skip
                   : type == *dy_type && in_gradient_region(r, *dy) ? *dy
                                                                    : *dx;
-  block_end_grad(r, target, type, *dy, *dy_type, r->acts[i + 1], act_type(r, i + 1), out,
+  block_end_grad(r, i, target, type, *dy, *dy_type, r->acts[i + 1], out,
                  l->fused_relu && !masked);
   if (target == *dx) {
     *dy = target;
@@ -254,17 +255,13 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
 
 /* The mask of the ReLU of the layer before residual block start i, where its start may
  * apply it as it sums (block_begin_backward()): a block's end with a ReLU whose output,
- * the block's input, is stored as bf16 (relu_backward_bf16 reads it so); NULL
- * elsewhere (a bn, a pool, or an end without a ReLU, hand their gradient on as they
- * do). */
-static const uint16_t *
+ * the block's input, is stored as bf16, whose forward wrote the mask as bits beside it
+ * (relu_bits_kept()); NULL elsewhere (a bn, a pool, or an end without a ReLU, hand
+ * their gradient on as they do). */
+static const uint32_t *
 relu_mask_before(const TdmReplica *r, int i)
 {
-  const TdmLayer *before = &r->net->layers[i - 1];
-  if (before->kind != TDM_LAYER_RES_END || !before->fused_relu ||
-      act_type(r, i) != TDM_DTYPE_BF16)
-    return NULL;
-  return (const uint16_t *)r->acts[i];
+  return r->relu_bits[i - 1];
 }
 
 /* The bn whose backward sums block start i's pass can make as it writes the gradient
@@ -321,7 +318,7 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
     return;
   }
   uint16_t *sum = (uint16_t *)r->skip_grad[l->partner];
-  const uint16_t *mask = relu_mask_before(r, i);
+  const uint32_t *mask = relu_mask_before(r, i);
   int k = start_sums_bn(r, i, mask != NULL);
   if (k >= 0) {
     /* The pass below with the bn's sums: the bits of both (bn_backward() skips them). */

@@ -7,11 +7,13 @@
  * bn after it reads is stored as bf16 in a bf16 run (conv_output_bf16()), and the bn
  * reads it so; a block's last bn is computed by the block's end as it adds
  * (bn_forward_add); a block's input and output are stored as bf16 where their readers
- * take it (block_output_bf16()). Also what both walks use: a bn layer's forward
- * (tdm_replica_bn_forward(), with which the backward computes a frozen bn's output
- * again), the stop check and synchronized BN's all-reduce. A conv layer's own forward
- * is tdm-replica-conv.c's, the backward walk tdm-replica-backward.c's. Not the buffers,
- * the gather or the step's shape (tdm-replica.c). */
+ * take it (block_output_bf16()), and a block's end writes its ReLU's mask as bits
+ * beside its bf16 output in training, in the same pass (relu_bits_kept()). Also what
+ * both walks use: a bn layer's forward (tdm_replica_bn_forward(), with which the
+ * backward computes a frozen bn's output again), the stop check and synchronized BN's
+ * all-reduce. A conv layer's own forward is tdm-replica-conv.c's, the backward walk
+ * tdm-replica-backward.c's. Not the buffers, the gather or the step's shape
+ * (tdm-replica.c). */
 #include "tdm-replica-private.h"
 #include "tdm-conv-columns.h"
 
@@ -75,21 +77,31 @@ tdm_replica_bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16,
     return;
   if (y16 != NULL)
     tdm_backend_bn_forward_bf16(b, y16, x, x_type, saved, saved + c, gamma, beta, NULL,
-                                TDM_DTYPE_F32, rows, c, relu);
+                                TDM_DTYPE_F32, rows, c, relu, NULL);
   else
     tdm_backend_bn_forward(b, y, x, x_type, saved, saved + c, gamma, beta, rows, c, relu);
 }
 
+/* Block end i's ReLU mask for the pass in progress to write: training's, where the end
+ * keeps one (relu_bits_kept()); NULL in evaluation, which no backward follows. */
+static uint32_t *
+relu_bits_out(const TdmReplica *r, int i, TdmPassMode mode)
+{
+  return mode != MODE_EVAL && !r->inferring ? r->relu_bits[i] : NULL;
+}
+
 /* The end of a block, layer i: y = x + skip, then the block's ReLU (add_out), skip of
- * type skip_type; with y16, y is stored there as bf16 instead (block_output_bf16()). */
+ * type skip_type; with y16, y is stored there as bf16 instead (block_output_bf16()),
+ * and its mask into bits where not NULL. */
 static void
 block_end_add(TdmReplica *r, float *y, uint16_t *y16, const float *x, const void *skip,
-              TdmDtype skip_type, size_t count, bool relu)
+              TdmDtype skip_type, size_t count, bool relu, uint32_t *bits)
 {
   if (y16 != NULL) {
-    tdm_backend_add_out_bf16(r->backend, y16, x, skip, skip_type, count, relu);
+    tdm_backend_add_out_bf16(r->backend, y16, x, skip, skip_type, count, relu, bits);
     return;
   }
+  g_assert(bits == NULL);               /* relu_bits_kept() */
   g_assert(skip_type == TDM_DTYPE_F32); /* block_output_bf16() */
   tdm_backend_add_out(r->backend, y, x, skip, count, relu);
 }
@@ -97,9 +109,9 @@ block_end_add(TdmReplica *r, float *y, uint16_t *y16, const float *x, const void
 /* The end of a block, layer i, whose last bn (layer i − 1) left its output to it
  * (bn_folded_into_end()): y = bn(x) + skip, then the block's ReLU, from the bn's input
  * and the statistics its forward saved (from_bn), with bn_forward's then add_out's
- * bits (rounded once into y16 where the block's output is bf16); a frozen bn's with
- * the running statistics, written into y (or the free gradient buffer) and added
- * there. */
+ * bits (rounded once into y16 where the block's output is bf16, its ReLU's mask
+ * beside it in training); a frozen bn's with the running statistics, written into y
+ * (or the free gradient buffer) and added there. */
 static void
 block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn, float *y,
                  uint16_t *y16, const void *skip, TdmDtype skip_type, int n)
@@ -107,10 +119,11 @@ block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn
   TdmBackend *b = r->backend;
   const TdmLayer *end = &r->net->layers[i], *bn = end - 1;
   int rows = n * end->out_h * end->out_w;
+  uint32_t *bits = relu_bits_out(r, i, mode);
   if (from_bn != NULL && y16 != NULL) {
     tdm_backend_bn_forward_bf16(b, y16, from_bn->x, from_bn->x_type, from_bn->saved,
                                 from_bn->saved + bn->out_c, from_bn->gamma, from_bn->beta, skip,
-                                skip_type, rows, bn->out_c, end->fused_relu);
+                                skip_type, rows, bn->out_c, end->fused_relu, bits);
     return;
   }
   if (from_bn != NULL) {
@@ -127,13 +140,19 @@ block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn
   if (y16 == NULL) {
     tdm_backend_bn_forward_eval(b, y, r->acts[i - 1], act_type(r, i - 1), running, running + c,
                                 gamma, beta, TDM_BN_EPS, rows, c, false);
-    block_end_add(r, y, NULL, y, skip, skip_type, (size_t)rows * c, end->fused_relu);
+    block_end_add(r, y, NULL, y, skip, skip_type, (size_t)rows * c, end->fused_relu, NULL);
     return;
   }
   /* A bf16 output: the bn's output in float32 at grad_a, as many rows at a time as a half
    * of the gradient region holds (grad_b may hold a projection's bn output), each chunk
-   * added into its rows of y16. */
+   * added into its rows of y16; with a mask, chunks of a multiple of `align` rows, so
+   * that each starts at a word of it (32 elements; one row where c is a multiple of 32,
+   * as a network's widths are). */
+  int align = 1;
+  while (bits != NULL && (size_t)align * c % 32 != 0)
+    align *= 2;
   int chunk = (int)MIN((size_t)rows, MAX(r->grad_half_bytes / ((size_t)c * sizeof(float)), 1));
+  chunk = MAX(chunk / align * align, MIN(align, rows));
   for (int first = 0; first < rows; first += chunk) {
     int m = MIN(chunk, rows - first);
     size_t at = (size_t)first * c;
@@ -142,7 +161,8 @@ block_end_bn_add(TdmReplica *r, int i, TdmPassMode mode, const BnGather *from_bn
                                 act_type(r, i - 1), running, running + c, gamma, beta,
                                 TDM_BN_EPS, m, c, false);
     block_end_add(r, NULL, y16 + at, r->grad_a, tdm_conv_advanced(skip, skip_type, at),
-                  skip_type, (size_t)m * c, end->fused_relu);
+                  skip_type, (size_t)m * c, end->fused_relu,
+                  bits != NULL ? bits + at / 32 : NULL);
   }
 }
 
@@ -377,7 +397,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
       else if (from_bn != NULL && bn_relu_folded_into_end(r, i - 1, mode))
         block_end_bn_relu_add(r, i, from_bn, y16, skip, skip_type, n);
       else
-        block_end_add(r, y, y16, x, skip, skip_type, out, l->fused_relu);
+        block_end_add(r, y, y16, x, skip, skip_type, out, l->fused_relu,
+                      relu_bits_out(r, i, mode));
       break;
     }
     }

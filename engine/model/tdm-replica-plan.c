@@ -41,6 +41,8 @@ tdm_replica_buffers_of(const TdmNetwork *net, int i, TdmBackendKind kind,
   /* saved mean and invstd, the backward's sums, one slot of statistics. */
   if (bn_channels(l) > 0)
     buf.bn_work = 4 * (size_t)bn_channels(l) + TDM_BN_SLOT_FLOATS(bn_channels(l));
+  if (relu_bits_kept(net, i, stores16))
+    buf.relu_bits = out;
   if (l->kind == TDM_LAYER_RES_END) {
     skip_grad_of(net, i, stores16, &buf.skip, &buf.skip_type);
     if (l->projection && !projection_output_recomputed(net, i, stores16)) {

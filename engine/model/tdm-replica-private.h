@@ -8,6 +8,7 @@
 
 #include "tdm-replica.h"
 #include "tdm-counter-rng.h"
+#include "tdm-relu-bits.h"
 
 typedef enum {
   MODE_EVAL,                   /* running statistics, no dropout */
@@ -352,8 +353,9 @@ bn_output_to_pool_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * the blocks that start there (reads_bf16_block()); each such block's end, which adds
  * it (add_out_bf16, bn_forward_bf16: only where that block's own output is bf16 too,
  * so that the add writes bf16) or projects it (its 1×1 conv reads it as bf16 operands,
- * conv_bf16_columns()); and a block's end reads its own output again for its ReLU's mask
- * (relu_backward_bf16). A bn's own backward reads its input, never its output. */
+ * conv_bf16_columns()). Its ReLU's mask the backward reads from the bits its forward
+ * writes beside it (relu_bits_kept()). A bn's own backward reads its input, never its
+ * output. */
 static inline gboolean
 block_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
@@ -418,15 +420,15 @@ bn_output_to_pool(const TdmNetwork *net, int i, gboolean stores16)
 }
 
 /* Whether residual block `end`'s gradients are kept as bf16 in training (stores16): the
- * gradient its end hands on after its ReLU (whose mask it reads from its bf16 output,
- * block_output_bf16()), read by the block's last layer, a bn (of either type), and by
+ * gradient its end hands on after its ReLU (whose mask it reads as bits beside its bf16
+ * output, relu_bits_kept()), read by the block's last layer, a bn (of either type), and by
  * the block's start as the skip path's share; and the gradient its start writes, the
  * two shares meeting there summed in float32 and rounded once (add_relu_backward_bf16, or
  * add_strided_bf16 for a projection's) into the skip buffer, for the layer before the
  * block, which reads bf16: a bn, a max pool that is not a tiling one
  * (maxpool2d_backward) or a bf16 one (pool_bf16(): maxpool_backward_bf16), or a block's
- * end that reads its ReLU's mask from a bf16 output too (the start applies that mask
- * as it sums: add_relu_backward_bf16). The block's first layer, a conv with bf16
+ * end whose output is bf16 too (the start applies that end's ReLU mask, its bits, as it
+ * sums: add_relu_backward_bf16). The block's first layer, a conv with bf16
  * columns, writes its input gradient as bf16 (its float32 sum rounded once, as cuDNN
  * writes it anyway: tdm-replica-backward.c's conv_dx_as_bf16()), any other in float32. The
  * skip's share waits in the level's skip buffer: the block's bf16 output
@@ -521,6 +523,18 @@ output_bf16(const TdmNetwork *net, int i, gboolean stores16)
 {
   return conv_output_bf16(net, i, stores16) || block_output_bf16(net, i, stores16) ||
          bn_output_to_pool_bf16(net, i, stores16);
+}
+
+/* Whether block end i keeps its ReLU's mask as bits in training (stores16;
+ * tdm-relu-bits.h): a ReLU whose output is stored as bf16. Its backward reads that
+ * output only as the mask (the end's own, or the block's start after it as it sums:
+ * relu_mask_before()), so it reads the bits the forward wrote beside it instead: an
+ * eighth of a byte an element where the bf16 output was two. */
+static inline gboolean
+relu_bits_kept(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  return l->kind == TDM_LAYER_RES_END && l->fused_relu && output_bf16(net, i, stores16);
 }
 
 static inline gboolean infer_output_bf16(const TdmNetwork *net, int i, gboolean stores16);
@@ -732,8 +746,15 @@ arena_piece(size_t bytes)
   return (bytes + TDM_ARENA_ALIGN - 1) / TDM_ARENA_ALIGN * TDM_ARENA_ALIGN;
 }
 
+/* Bytes of a ReLU mask of `bits` elements (bits past the last whole word in one more). */
+static inline size_t
+relu_bits_bytes(size_t bits)
+{
+  return TDM_RELU_BITS_WORDS(bits) * sizeof(uint32_t);
+}
+
 /* Bytes of layer i's pieces of the activation arena for cap samples (buf: its buffers):
- * its output, its projection's conv output, its argmax. */
+ * its output, its projection's conv output, its argmax, its ReLU's mask. */
 static inline size_t
 training_pieces(const TdmLayerBuffers *buf, size_t cap)
 {
@@ -744,6 +765,8 @@ training_pieces(const TdmLayerBuffers *buf, size_t cap)
     bytes += arena_piece(cap * buf->projection * tdm_dtype_size(buf->projection_type));
   if (buf->argmax > 0)
     bytes += arena_piece(cap * buf->argmax * buf->argmax_size);
+  if (buf->relu_bits > 0)
+    bytes += arena_piece(relu_bits_bytes(cap * buf->relu_bits));
   return bytes;
 }
 

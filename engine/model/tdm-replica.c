@@ -74,6 +74,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->proj_conv = g_new0(float *, n);
   r->proj_bn = g_new0(float *, n);
   r->skip_grad = g_new0(float *, n);
+  r->relu_bits = g_new0(uint32_t *, n);
   r->graph_ops = g_hash_table_new(g_direct_hash, g_direct_equal);
   r->shapes_met = g_hash_table_new(g_direct_hash, g_direct_equal);
 
@@ -136,6 +137,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
           r, &at, (size_t)capacity * buf.projection * tdm_dtype_size(buf.projection_type));
     if (buf.argmax > 0)
       r->argmax[i] = arena_take(r, &at, (size_t)capacity * buf.argmax * buf.argmax_size);
+    if (buf.relu_bits > 0)
+      r->relu_bits[i] = arena_take(r, &at, relu_bits_bytes((size_t)capacity * buf.relu_bits));
     if (buf.columns > 0)
       r->cols[i] = r->columns;
     if (buf.conv_work > 0)
@@ -312,6 +315,7 @@ tdm_replica_free(TdmReplica *r)
   g_free(r->proj_conv);
   g_free(r->proj_bn);
   g_free(r->skip_grad);
+  g_free(r->relu_bits);
   if (r->graph_ops != NULL)
     g_hash_table_destroy(r->graph_ops);
   if (r->shapes_met != NULL)

@@ -126,6 +126,9 @@ struct _TdmReplica {
                                  * in its nesting level's buffer of skip_levels, of the
                                  * type and count tdm_replica_layer_buffers() says */
   float **skip_levels;          /* one skip-gradient buffer per level of nesting */
+  uint32_t **relu_bits;         /* [layer_count]: a block's end: its ReLU's mask as bits,
+                                 * where TdmLayerBuffers.relu_bits says (the training's
+                                 * forward writes it, the backward reads it) */
   float *tta_logits;            /* test-time flip averaging */
   void *arena;                  /* the activation arena: every buffer above from acts to
                                  * tta_logits lives in it (tdm-replica-private.h) */
@@ -288,6 +291,9 @@ typedef struct {
   size_t conv_work;   /* floats, not per sample: the scratch of a convolution that a
                        * backend of this kind runs whole (tdm_backend_conv_work_floats()),
                        * which then has no columns; one scratch, the largest layer's */
+  size_t relu_bits;   /* elements of a bit, in whole 32-bit words for the capacity: a
+                       * residual block's end whose ReLU's output is stored as bf16, that
+                       * ReLU's mask for backward (tdm-relu-bits.h) */
 } TdmLayerBuffers;
 
 /* The buffers depend on the kind of backend: one that runs a convolution whole needs

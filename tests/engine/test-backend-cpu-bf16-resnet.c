@@ -5,10 +5,11 @@
  * where they write bf16.
  *
  * The operations of a residual block stored as bf16 (from_bf16, im2col_bf16 of a bf16
- * input, add_out_bf16, bn_forward_bf16, relu_backward_bf16); the block's gradients kept
- * as bf16 (relu_backward_bf16 of either type into either, in place too;
+ * input, add_out_bf16 and bn_forward_bf16 with the ReLU's mask as bits beside, and
+ * relu_backward_bf16 reading it); the block's gradients kept as bf16
+ * (relu_backward_bf16 of either type into either, in place too;
  * add_strided_bf16 against col2im's dense tensor added then rounded; the block's start
- * fused, add_relu_backward_bf16, against add_out_bf16 then relu_backward_bf16, and a
+ * fused, add_relu_backward_bf16, against add_out then the float32 ReLU mask, and a
  * projection's start from a bf16 gradient against the float32 way). The plain layers:
  * maxpool_forward_bf16 gives the bits and argmax of bn_forward_bf16 (or to_bf16) then
  * maxpool_forward on the widened values, maxpool_backward_bf16 those of
@@ -18,6 +19,16 @@
  */
 #include "test-backend-cpu.h"
 #include "tdm-bf16.h"
+
+/* Whether bits holds the mask of the float32 values v rounded (the forward writes the
+ * mask of what it stores): bit e set where the rounded value is > 0, a NaN's not. */
+static void
+assert_bits_of(const uint32_t *bits, const float *v, size_t n)
+{
+  for (size_t e = 0; e < n; e++)
+    g_assert_cmpuint(tdm_relu_bit_at(bits, e), ==,
+                     tdm_bf16_value(tdm_bf16_round(v[e])) > 0.0f ? 1u : 0u);
+}
 
 /* The block operations against their float32 forms on widened inputs, bit for bit:
  * values of both signs and zeros (the ReLUs' edges), rows past the bn's blocks. */
@@ -54,26 +65,31 @@ test_block_ops(void)
   tdm_backend_im2col_bf16(b, col, x16, TDM_DTYPE_BF16, n, h, w, c, 3, 3, 1, 2);
   tdm_backend_im2col_bf16(b, col_want, x, TDM_DTYPE_F32, n, h, w, c, 3, 3, 1, 2);
   g_assert_cmpmem(col, cols * 2, col_want, cols * 2);
+  /* The mask as the forward's bits: where the widened values are > 0. */
+  uint32_t *bits = dev_relu_bits(b, x16, count),
+           *got_bits = dev_alloc(b, TDM_RELU_BITS_WORDS(count) * 4);
   for (int relu = 0; relu < 2; relu++) {
-    tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, x16, count);
+    tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, bits, count);
     tdm_backend_relu_backward(b, want, dy, x, count);
     g_assert_cmpmem(got, count * 4, want, count * 4);
     for (int t = 0; t < 2; t++) {
       TdmDtype type = t == 0 ? TDM_DTYPE_F32 : TDM_DTYPE_BF16;
       const void *skip = t == 0 ? (const void *)x : (const void *)x16;
-      tdm_backend_add_out_bf16(b, got16, a, skip, type, count, relu);
+      tdm_backend_add_out_bf16(b, got16, a, skip, type, count, relu, got_bits);
       tdm_backend_add_out(b, want, a, x, count, relu);
       g_autofree uint16_t *sum16 = to_bf16_host(want, count);
       g_assert_cmpmem(got16, count * 2, sum16, count * 2);
+      assert_bits_of(got_bits, want, count);
       /* The bn of a (as its input) plus the skip, and the bn alone. */
       tdm_backend_bn_forward_bf16(b, got16, a, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c,
-                                  skip, type, rows, c, relu);
+                                  skip, type, rows, c, relu, got_bits);
       tdm_backend_bn_forward_add(b, want, a, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, x,
                                  rows, c, relu);
       g_autofree uint16_t *bn_add16 = to_bf16_host(want, count);
       g_assert_cmpmem(got16, count * 2, bn_add16, count * 2);
+      assert_bits_of(got_bits, want, count);
       tdm_backend_bn_forward_bf16(b, got16, skip, type, p, p + c, p + 2 * c, p + 3 * c, NULL,
-                                  TDM_DTYPE_F32, rows, c, relu);
+                                  TDM_DTYPE_F32, rows, c, relu, NULL);
       tdm_backend_bn_forward(b, want, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, rows, c,
                              relu);
       g_autofree uint16_t *bn16 = to_bf16_host(want, count);
@@ -81,7 +97,7 @@ test_block_ops(void)
     }
   }
   g_assert_true(tdm_backend_check(b, NULL));
-  void *all[] = {x, a, dy, p, x16, got, want, got16, col, col_want};
+  void *all[] = {x, a, dy, p, x16, got, want, got16, col, col_want, bits, got_bits};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     tdm_backend_release(b, all[i]);
   free_backend(b);
@@ -107,12 +123,16 @@ test_block_gradients(void)
   fill_random(dy, count, -1, 1);
   fill_random(a, count, -1, 1);
   for (size_t i = 0; i < count; i += 5)
-    y[i] = 0.0f;
+    y[i] = i % 10 == 0 ? 0.0f : -0.0f;
+  y[3] = NAN;
+  y[8] = -NAN;
+  y[12] = 1e-41f; /* a subnormal: positive */
   for (size_t i = 0; i < count; i++) {
     y16[i] = tdm_bf16_round(y[i]);
     y[i] = tdm_bf16_value(y16[i]);
     dy16[i] = tdm_bf16_round(dy[i]);
   }
+  uint32_t *bits = dev_relu_bits(b, y16, count);
   float *dy_wide = dev_floats(b, count), *want = dev_floats(b, count);
   float *got = dev_floats(b, count);
   uint16_t *got16 = dev_alloc(b, count * 2);
@@ -121,9 +141,9 @@ test_block_gradients(void)
     TdmDtype dy_type = in16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
     const void *d = in16 ? (const void *)dy16 : (const void *)dy;
     tdm_backend_relu_backward(b, want, in16 ? dy_wide : dy, y, count);
-    tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_F32, d, dy_type, y16, count);
+    tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_F32, d, dy_type, bits, count);
     g_assert_cmpmem(got, count * 4, want, count * 4);
-    tdm_backend_relu_backward_bf16(b, got16, TDM_DTYPE_BF16, d, dy_type, y16, count);
+    tdm_backend_relu_backward_bf16(b, got16, TDM_DTYPE_BF16, d, dy_type, bits, count);
     g_autofree uint16_t *want16 = to_bf16_host(want, count);
     g_assert_cmpmem(got16, count * 2, want16, count * 2);
     /* In place, of one type. */
@@ -133,10 +153,10 @@ test_block_gradients(void)
     memcpy(inplace16, dy16, count * 2);
     if (in16) {
       tdm_backend_relu_backward_bf16(b, inplace16, TDM_DTYPE_BF16, inplace16, TDM_DTYPE_BF16,
-                                     y16, count);
+                                     bits, count);
       g_assert_cmpmem(inplace16, count * 2, want16, count * 2);
     } else {
-      tdm_backend_relu_backward_bf16(b, inplace, TDM_DTYPE_F32, inplace, TDM_DTYPE_F32, y16,
+      tdm_backend_relu_backward_bf16(b, inplace, TDM_DTYPE_F32, inplace, TDM_DTYPE_F32, bits,
                                      count);
       g_assert_cmpmem(inplace, count * 4, want, count * 4);
     }
@@ -237,7 +257,7 @@ test_block_gradients(void)
             gboolean relu = bn == 2;
             if (bn > 0)
               tdm_backend_bn_forward_bf16(b, v16, xs[xi], types[xi], mean, invstd, gamma, beta,
-                                          NULL, TDM_DTYPE_F32, n * h * w, c, relu);
+                                          NULL, TDM_DTYPE_F32, n * h * w, c, relu, NULL);
             else if (xi == 0)
               tdm_backend_to_bf16(b, v16, a, count);
             else
@@ -270,14 +290,14 @@ test_block_gradients(void)
       tdm_backend_release(b, pool[i]);
   }
   g_assert_true(tdm_backend_check(b, NULL));
-  void *all[] = {y, dy, a, y16, dy16, dy_wide, want, got, got16};
+  void *all[] = {y, dy, a, y16, dy16, dy_wide, want, got, got16, bits};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     tdm_backend_release(b, all[i]);
   free_backend(b);
   /* dx is dy but of another type: one failure that names the operation. */
   b = new_backend();
   float *one = dev_floats(b, 4);
-  uint16_t *mask = dev_alloc(b, 8);
+  uint32_t *mask = dev_alloc(b, 4);
   tdm_backend_relu_backward_bf16(b, one, TDM_DTYPE_BF16, one, TDM_DTYPE_F32, mask, 4);
   g_autoptr(GError) error = NULL;
   g_assert_false(tdm_backend_check(b, &error));
@@ -301,8 +321,9 @@ test_block_gradients(void)
 /* A residual block's start in backward, fused: add_relu_backward_bf16 (the first
  * layer's input gradient a, float32 or bf16, plus the skip's share x, float32 or bf16,
  * summed in float32, rounded once, and the ReLU of the block's end below applied by
- * its bf16 output y, or none where y is NULL) gives the bits of the unfused ops: a
- * widened, add_out_bf16, then relu_backward_bf16 in place; in place over x too. A
+ * the bits of its bf16 output y, or none where they are NULL) gives the bits of the
+ * float32 ops: a widened, add_out, to_bf16, then relu_backward on the widened y (its
+ * y > 0 the mask's rule); in place over x too. A
  * projection's start (add_strided_bf16 in place in a's type, then relu_backward_bf16 or
  * to_bf16 into the skip buffer) gives the bits of the float32 way (a widened, summed in
  * place in float32, to_bf16, relu_backward_bf16 in place): where a is bf16 (the conv
@@ -331,18 +352,23 @@ test_block_start(void)
     y16[i] = tdm_bf16_round(yf[i]);
   }
   tdm_backend_from_bf16(b, a_wide, a16, count);
+  uint32_t *bits = dev_relu_bits(b, y16, count);
+  float *y_wide = dev_floats(b, count), *sum_f = dev_floats(b, count);
+  tdm_backend_from_bf16(b, y_wide, y16, count);
   for (int with_mask = 0; with_mask < 2; with_mask++) {
-    const uint16_t *mask = with_mask ? y16 : NULL;
+    const uint32_t *mask = with_mask ? bits : NULL;
     for (int ab = 0; ab < 2; ab++) {
       TdmDtype a_type = ab ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
       const void *av = ab ? (const void *)a16 : (const void *)a;
       for (int xb = 0; xb < 2; xb++) {
         TdmDtype x_type = xb ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
         const void *xv = xb ? (const void *)x16 : (const void *)xf;
-        tdm_backend_add_out_bf16(b, want, ab ? a_wide : a, xv, x_type, count, false);
-        if (mask != NULL)
-          tdm_backend_relu_backward_bf16(b, want, TDM_DTYPE_BF16, want, TDM_DTYPE_BF16, mask,
-                                         count);
+        tdm_backend_add_out_bf16(b, want, ab ? a_wide : a, xv, x_type, count, false, NULL);
+        if (mask != NULL) {
+          tdm_backend_from_bf16(b, sum_f, want, count);
+          tdm_backend_relu_backward(b, sum_f, sum_f, y_wide, count);
+          tdm_backend_to_bf16(b, want, sum_f, count);
+        }
         tdm_backend_add_relu_backward_bf16(b, got, av, a_type, xv, x_type, mask, count);
         g_assert_cmpmem(got, count * 2, want, count * 2);
         if (xb) {
@@ -360,16 +386,18 @@ test_block_start(void)
     float *x = dev_floats(b, compact), *sum = dev_floats(b, count);
     fill_random(x, compact, -1, 1);
     for (int with_mask = 0; with_mask < 2; with_mask++) {
-      const uint16_t *mask = with_mask ? y16 : NULL;
+      const uint32_t *mask = with_mask ? bits : NULL;
       for (int ab = 0; ab < 2; ab++) {
         /* The float32 way, from a as float32 (a bf16 a widened). */
         memcpy(sum, ab ? a_wide : a, count * 4);
         tdm_backend_add_strided_bf16(b, sum, TDM_DTYPE_F32, sum, TDM_DTYPE_F32, x, n, h, w, c,
                                      stride);
         tdm_backend_to_bf16(b, want, sum, count);
-        if (mask != NULL)
-          tdm_backend_relu_backward_bf16(b, want, TDM_DTYPE_BF16, want, TDM_DTYPE_BF16, mask,
-                                         count);
+        if (mask != NULL) {
+          tdm_backend_from_bf16(b, sum_f, want, count);
+          tdm_backend_relu_backward(b, sum_f, sum_f, y_wide, count);
+          tdm_backend_to_bf16(b, want, sum_f, count);
+        }
         /* The fused way: in place in a's type, then into the skip buffer. */
         TdmDtype a_type = ab ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
         void *dy = ab ? (void *)inplace : (void *)a_wide;
@@ -397,7 +425,7 @@ test_block_start(void)
   g_autoptr(GError) error = NULL;
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "add_relu_backward_bf16"));
-  void *bufs[] = {a, a_wide, xf, yf, a16, x16, y16, got, want, inplace};
+  void *bufs[] = {a, a_wide, xf, yf, a16, x16, y16, got, want, inplace, bits, y_wide, sum_f};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     tdm_backend_release(b, bufs[i]);
   tdm_backend_free(b);
@@ -441,7 +469,7 @@ test_plain_layers(void)
     for (int bn = 0; bn < 3; bn++) {
       if (bn > 0)
         tdm_backend_bn_forward_bf16(b, v16, xin, x_type, p, p + c, p + 2 * c, p + 3 * c, NULL,
-                                    TDM_DTYPE_F32, n * h * w, c, bn == 2);
+                                    TDM_DTYPE_F32, n * h * w, c, bn == 2, NULL);
       else
         tdm_backend_to_bf16(b, v16, xf, count);
       tdm_backend_from_bf16(b, v, v16, count);
@@ -510,9 +538,66 @@ test_plain_layers(void)
   tdm_backend_free(b);
 }
 
+/* The ReLU's mask as bits gives what the bf16 output read as a mask gave (its widened
+ * value > 0): the rule over all 65,536 bf16 values (zeros of both signs, subnormals, ±∞,
+ * every NaN); and for counts that are no multiple of 32 or of 8, the bits add_out_bf16
+ * writes beside its output, relu_backward_bf16 and add_relu_backward_bf16 reading them
+ * against the float32 ops on the widened output (relu_backward's y > 0). */
+static void
+test_relu_bits(void)
+{
+  g_autofree uint16_t *all = g_new(uint16_t, 65536);
+  g_autofree uint32_t *all_bits = g_new(uint32_t, 65536 / 32);
+  for (size_t h = 0; h < 65536; h++)
+    all[h] = (uint16_t)h;
+  tdm_relu_bits_of(all_bits, all, 65536);
+  for (size_t h = 0; h < 65536; h++)
+    g_assert_cmpuint(tdm_relu_bit_at(all_bits, h), ==, tdm_bf16_value(all[h]) > 0.0f);
+  TdmBackend *b = new_backend();
+  const size_t counts[] = {1, 7, 9, 31, 33, 100, 1003};
+  for (guint k = 0; k < G_N_ELEMENTS(counts); k++) {
+    const size_t n = counts[k];
+    float *a = dev_floats(b, n), *x = dev_floats(b, n), *dy = dev_floats(b, n);
+    float *y_wide = dev_floats(b, n), *want = dev_floats(b, n), *got = dev_floats(b, n);
+    uint16_t *y16 = dev_alloc(b, n * 2), *got16 = dev_alloc(b, n * 2);
+    uint16_t *want16 = dev_alloc(b, n * 2);
+    uint32_t *bits = dev_alloc(b, TDM_RELU_BITS_WORDS(n) * 4);
+    fill_random(a, n, -1, 1);
+    fill_random(x, n, -1, 1);
+    fill_random(dy, n, -1, 1);
+    for (size_t i = 0; i < n; i += 3)
+      x[i] = -a[i]; /* a zero sum */
+    a[n - 1] = NAN;
+    if (n > 4) {
+      a[1] = x[1] = -0.0f; /* −0 */
+      a[2] = INFINITY;
+    }
+    for (int relu = 0; relu < 2; relu++) {
+      tdm_backend_add_out_bf16(b, y16, a, x, TDM_DTYPE_F32, n, relu, bits);
+      tdm_backend_from_bf16(b, y_wide, y16, n);
+      assert_bits_of(bits, y_wide, n);
+      tdm_backend_relu_backward(b, want, dy, y_wide, n);
+      tdm_backend_relu_backward_bf16(b, got, TDM_DTYPE_F32, dy, TDM_DTYPE_F32, bits, n);
+      g_assert_cmpmem(got, n * 4, want, n * 4);
+      /* The block start's sum masked: the float32 sum masked, then rounded. */
+      tdm_backend_add_out(b, want, dy, x, n, false);
+      tdm_backend_relu_backward(b, want, want, y_wide, n);
+      tdm_backend_to_bf16(b, want16, want, n);
+      tdm_backend_add_relu_backward_bf16(b, got16, dy, TDM_DTYPE_F32, x, TDM_DTYPE_F32, bits,
+                                         n);
+      g_assert_cmpmem(got16, n * 2, want16, n * 2);
+    }
+    void *bufs[] = {a, x, dy, y_wide, want, got, y16, got16, want16, bits};
+    for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
+      tdm_backend_release(b, bufs[i]);
+  }
+  free_backend(b);
+}
+
 void
 test_backend_cpu_add_bf16_resnet(void)
 {
+  g_test_add_func("/backend-cpu/bf16/relu-bits", test_relu_bits);
   g_test_add_func("/backend-cpu/bf16/block-ops", test_block_ops);
   g_test_add_func("/backend-cpu/bf16/block-gradients", test_block_gradients);
   g_test_add_func("/backend-cpu/bf16/block-start", test_block_start);

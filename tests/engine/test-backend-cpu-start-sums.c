@@ -4,11 +4,12 @@
  * (add_relu_backward_bn_sums_bf16) gives the bits of the unfused ops, for the basic
  * block's start (add_relu_backward_bf16: the first layer's input gradient a plus the
  * skip's bf16 share) and a projection's (no skip: relu_backward_bf16 of a, or to_bf16
- * or a copy where there is no ReLU) followed by bn_backward_sums over the rounded
- * gradient: dx, dgamma and dbeta compared bit for bit, a float32 and bf16, the bn's
- * input float32 and bf16, with and without the bn's own fused ReLU, odd channel counts,
- * and row counts that cross the CPU's widening blocks. In place over the skip and over
- * a bf16 a too; dx over the bn's input refused.
+ * or a copy where there is no ReLU), the ReLU's mask as bits (its values NaN and zeros
+ * of both signs among them), followed by bn_backward_sums over the rounded gradient: dx,
+ * dgamma and dbeta compared bit for bit, a float32 and bf16, the bn's input float32 and
+ * bf16, with and without the bn's own fused ReLU, odd channel counts, and row counts
+ * that cross the CPU's widening blocks. In place over the skip and over a bf16 a too; dx
+ * over the bn's input refused.
  */
 #include "tdm-bf16.h"
 #include "test-backend-cpu.h"
@@ -22,7 +23,7 @@ typedef struct {
 /* The unfused ops into want, wg (dgamma then dbeta). */
 static void
 unfused(TdmBackend *b, uint16_t *want, float *wg, const void *a, TdmDtype a_type,
-        const uint16_t *skip, const uint16_t *mask, const void *x, TdmDtype x_type,
+        const uint16_t *skip, const uint32_t *mask, const void *x, TdmDtype x_type,
         const float *saved, const float *gamma, const float *beta, bool relu, int rows, int c)
 {
   const size_t count = (size_t)rows * c;
@@ -57,6 +58,7 @@ check_shape(TdmBackend *b, StartShape s)
   fill_random(yf, count, -2, 2);
   for (size_t i = 0; i < count; i += 5)
     yf[i] = i % 10 == 0 ? 0.0f : -0.0f;
+  yf[count / 3] = NAN;  /* not positive: masked */
   a[count - 1] = -0.0f; /* its sign kept where there is no skip to add */
   for (size_t i = 0; i < count; i++) {
     a16[i] = tdm_bf16_round(a[i]);
@@ -65,6 +67,7 @@ check_shape(TdmBackend *b, StartShape s)
     y16[i] = tdm_bf16_round(yf[i]);
   }
   a16[count / 2] = 0x7fc1; /* a NaN of its own bits: copied where the unfused way copies */
+  uint32_t *bits = dev_relu_bits(b, y16, count); /* the mask as the forward writes it */
   fill_random(saved, c, -0.5, 0.5);
   fill_random(saved + c, c, 0.5, 2);
   fill_random(gamma, c, -1.5, 1.5);
@@ -76,7 +79,8 @@ check_shape(TdmBackend *b, StartShape s)
     const TdmDtype x_type = xb ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
     const void *av = ab ? (const void *)a16 : (const void *)a;
     const void *xv = xb ? (const void *)x16 : (const void *)xf;
-    const uint16_t *skip = with_skip ? skip16 : NULL, *mask = with_mask ? y16 : NULL;
+    const uint16_t *skip = with_skip ? skip16 : NULL;
+    const uint32_t *mask = with_mask ? bits : NULL;
     unfused(b, want, wg, av, a_type, skip, mask, xv, x_type, saved, gamma, beta, relu, rows, c);
     memset(got, 0xff, count * 2);
     memset(gg, 0xff, 2 * (size_t)c * sizeof(float));
@@ -105,7 +109,7 @@ check_shape(TdmBackend *b, StartShape s)
   g_assert_false(tdm_backend_check(b, &error));
   g_assert_nonnull(strstr(error->message, "add_relu_backward_bn_sums_bf16"));
   void *bufs[] = {a,   xf,   yf,    skipf, a16,  x16, skip16, y16,
-                  got, want, saved, gamma, beta, gg,  wg};
+                  got, want, saved, gamma, beta, gg,  wg,     bits};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     tdm_backend_release(b, bufs[i]);
 }

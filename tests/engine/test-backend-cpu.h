@@ -7,6 +7,7 @@
 #include "tdm-backend.h"
 #include "tdm-bf16.h"
 #include "tdm-error.h"
+#include "tdm-relu-bits.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -127,6 +128,16 @@ to_bf16_host(const float *v, size_t n)
   for (size_t i = 0; i < n; i++)
     h[i] = tdm_bf16_round(v[i]);
   return h;
+}
+
+/* The ReLU mask of n bf16 values y as bits (tdm-relu-bits.h) in memory of b: what a
+ * block's end writes beside its bf16 output for the backward ops that read it. */
+static inline uint32_t *
+dev_relu_bits(TdmBackend *b, const uint16_t *y, size_t n)
+{
+  uint32_t *bits = dev_alloc(b, TDM_RELU_BITS_WORDS(n) * sizeof(uint32_t));
+  tdm_relu_bits_of(bits, y, n);
+  return bits;
 }
 
 typedef struct {

@@ -719,6 +719,89 @@ test_start_sums(void)
     }
 }
 
+/* After a training step, each block end's ReLU mask (the bits its forward wrote beside
+ * its bf16 output, which the backward reads instead of that output) is that output's
+ * mask, for the step's samples: where the block end's add wrote it (add_out_bf16), where
+ * its last bn was folded into it (bn_forward_bf16 with the skip) and where that bn is
+ * frozen (bn_forward_eval then add_out_bf16 a chunk of rows at a time); identity blocks,
+ * projections and bottlenecks. So the backward's masks are those it read from the bf16
+ * outputs before, and the ops that read them give the same bits
+ * (test-backend-cpu-bf16-resnet.c's /backend-cpu/bf16/relu-bits). */
+static void
+relu_bits_case(const char *spec, gboolean freeze_first_block)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  const int n = 12;
+  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_true(r->stores_bf16);
+  /* The first block frozen, through its end: its last bn normalizes with the running
+   * statistics as the end adds it. */
+  g_autofree uint8_t *frozen = g_new0(uint8_t, net->layer_count);
+  int first_end = -1;
+  for (int i = 0; i < net->layer_count && first_end < 0; i++)
+    if (net->layers[i].kind == TDM_LAYER_RES_END)
+      first_end = i;
+  g_assert_cmpint(first_end, >, 0);
+  if (freeze_first_block) {
+    for (int i = 0; i <= first_end; i++)
+      frozen[i] = 1;
+    r->frozen = frozen;
+    r->backward_stop = first_end + 1;
+  }
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 7, params);
+  g_autofree float *grads = replica_step_gradients(r, params, n);
+  int ends = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    TdmLayerBuffers buf =
+        tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU, TDM_PRECISION_BF16);
+    g_assert_cmpuint(buf.relu_bits, ==,
+                     l->kind == TDM_LAYER_RES_END && l->fused_relu ? buf.output : 0);
+    if (buf.relu_bits == 0)
+      continue;
+    g_assert_cmpint(buf.output_type, ==, TDM_DTYPE_BF16);
+    size_t count = (size_t)n * buf.output;
+    g_autofree uint32_t *want = g_new(uint32_t, TDM_RELU_BITS_WORDS(count));
+    tdm_relu_bits_of(want, (const uint16_t *)r->acts[i + 1], count);
+    size_t positive = 0;
+    for (size_t e = 0; e < count; e++) {
+      g_assert_cmpuint(tdm_relu_bit_at(r->relu_bits[i], e), ==, tdm_relu_bit_at(want, e));
+      positive += tdm_relu_bit_at(want, e);
+    }
+    g_assert_cmpuint(positive, >, 0);
+    g_assert_cmpuint(positive, <, count);
+    ends++;
+  }
+  g_assert_cmpint(ends, >, 0);
+  g_test_message("%s%s: %d block ends' masks, each its bf16 output's", spec,
+                 freeze_first_block ? ", first block frozen" : "", ends);
+  r->frozen = NULL;
+  tdm_replica_free(r);
+  tdm_backend_free(b);
+}
+
+static void
+test_relu_bits(void)
+{
+  relu_bits_case("conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                 "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+                 FALSE);
+  relu_bits_case("conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+                 "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+                 TRUE);
+  relu_bits_case(bottleneck_net, FALSE);
+  relu_bits_case(bottleneck_net, TRUE);
+  /* A body that ends with a conv: the end adds its float32 output (add_out_bf16). */
+  relu_bits_case("conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1),relu,gap,fc10", FALSE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -733,6 +816,7 @@ main(int argc, char **argv)
   g_test_add_func("/bf16/gradient-region", test_gradient_region);
   g_test_add_func("/bf16/inference", test_inference);
   g_test_add_func("/bf16/start-sums", test_start_sums);
+  g_test_add_func("/bf16/relu-bits", test_relu_bits);
   dataset = test_synthetic_idx_new(0, 1000, 200);
   int status = g_test_run();
   test_remove_synthetic_idx(dataset);

@@ -63,12 +63,17 @@ test_bf16_activations(void)
     /* Nor the projections' conv outputs (57,344): computed again for their bns'
      * backward (projection_output_recomputed()). */
     g_assert_cmpuint(bf16_projection_outputs_recomputed(net), ==, projections);
+    /* The eight block ends' ReLU masks as bits beside their bf16 outputs (245,760
+     * elements a sample), for backward. */
+    const size_t masks = 512 * (size_t)245760 / 8;
+    g_assert_cmpuint(bf16_relu_bits_bytes(net, 512), ==, masks);
     g_assert_cmpuint(
         p16.activations, ==,
-        512 * (floats * sizeof(float) + (outputs - 65536 + blocks) * sizeof(uint16_t)));
+        512 * (floats * sizeof(float) + (outputs - 65536 + blocks) * sizeof(uint16_t)) + masks);
     /* The numbers of bench/NOTES.md: 1,274,040,320 bytes before, 955,273,216 after;
-     * 888,164,352 without the stem's output, 829,444,096 without the projections'. */
-    g_assert_cmpuint(p16.activations, ==, 829444096);
+     * 888,164,352 without the stem's output, 829,444,096 without the projections';
+     * 845,172,736 with the masks (15,728,640 more). */
+    g_assert_cmpuint(p16.activations, ==, 845172736);
     g_test_message("resnet18 32 px, batch 512, %s: activations %.2f GiB in fp32, %.2f GiB in "
                    "bf16", kind == TDM_BACKEND_CPU ? "cpu" : "gpu",
                    p32.activations / 1073741824.0, p16.activations / 1073741824.0);
@@ -350,17 +355,24 @@ test_bf16_block_gradients(void)
      * output, 512 × 32×32×64 × 2 bytes, is not kept (stem_output_recomputed()), nor
      * the projections' conv outputs, 512 × 57,344 × 2 (projection_output_recomputed());
      * at 224 px theirs too, 128 × (28×28×128 + 14×14×256 + 7×7×512) × 2 (the evaluation
-     * chunk, which the training's activations bound, still within them). */
+     * chunk, which the training's activations bound, still within them). The eight
+     * block ends' ReLU masks as bits beside their bf16 outputs, a bit an element: 512 ×
+     * 245,760 / 8 and 128 × 2 × (56×56×64 + 28×28×128 + 14×14×256 + 7×7×512) / 8 bytes
+     * more. */
     static const size_t totals[] = {
         2071893652 - 2 * 512 * (size_t)131072 - 402673664 - 2 * 512 * (size_t)65536 -
             (266485760 - 201310208) - 512 * (size_t)65536 * sizeof(uint16_t) -
-            512 * (size_t)57344 * sizeof(uint16_t),
+            512 * (size_t)57344 * sizeof(uint16_t) + 512 * (size_t)245760 / 8,
         4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
             128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
             128 * (size_t)802816 * sizeof(uint16_t) -
             128 * (size_t)200704 * (sizeof(int32_t) - sizeof(uint8_t)) -
             (543845376 - 183590912) -
-            128 * (size_t)(100352 + 50176 + 25088) * sizeof(uint16_t)};
+            128 * (size_t)(100352 + 50176 + 25088) * sizeof(uint16_t) +
+            128 * 2 * (size_t)(200704 + 100352 + 50176 + 25088) / 8};
+    g_assert_cmpuint(bf16_relu_bits_bytes(rows[k].net, (size_t)rows[k].batch), ==,
+                     k == 0 ? 512 * (size_t)245760 / 8
+                            : 128 * 2 * (size_t)(200704 + 100352 + 50176 + 25088) / 8);
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
@@ -605,8 +617,13 @@ test_stem_output_recomputed(void)
     /* The projections' conv outputs go too (/memory/projection-output-recomputed):
      * (side/2)²·128 + (side/4)²·256 + (side/8)²·512 = 56·side² elements, bf16. */
     size_t projections16 = 56 * side * side * sizeof(uint16_t);
+    /* The block ends' ReLU masks come in, a bit an element: two ends a stage, 2 ·
+     * (side²·64 + (side/2)²·128 + (side/4)²·256 + (side/8)²·512) = 240·side² elements. */
+    size_t masks = 240 * side * side / 8;
+    g_assert_cmpuint(bf16_relu_bits_bytes(cifar, (size_t)rows[k].batch), ==,
+                     rows[k].batch * masks);
     g_assert_cmpuint(p.activations, ==,
-                     rows[k].activations - rows[k].batch * (out16 + projections16));
+                     rows[k].activations - rows[k].batch * (out16 + projections16 - masks));
     g_assert_cmpuint(
         2 * tdm_replica_gradient_bytes(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16), ==, out16);
   }

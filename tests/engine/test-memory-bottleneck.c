@@ -33,7 +33,10 @@
  *   + 1,605,632 = 13,647,872; stage 2 (W 128, four) 3,411,968 + 3 × 2,007,040 =
  *   9,433,088; stage 3 (W 256, six) 1,705,984 + 5 × 1,003,520 = 6,723,584; stage 4 (W
  *   512, three) 852,992 + 2 × 501,760 = 1,856,512;
- *   the global pool's output and the logits, float32: 8,192 + 4,000.
+ *   the global pool's output and the logits, float32: 8,192 + 4,000;
+ *   each block end's ReLU mask as bits, a bit an element of its output: (3 · 56²·256 +
+ *   4 · 28²·512 + 6 · 14²·1024 + 3 · 7²·2048) / 8 = 5,519,360 / 8 = 689,920 (not in
+ *   the figures that follow, which are from before it).
  * 34,483,104 bytes a sample, 4,413,837,312 at batch 128, with the projections'
  * outputs; without them (computed again for their bns' backward), 31,472,544 and
  * 4,028,485,632 (35,085,216 and 4,490,907,648
@@ -63,8 +66,10 @@ test_resnet50_plan(void)
    * by stage 1,605,632 + 802,816 + 401,408 + 200,704. */
   const size_t projections = 1605632 + 802816 + 401408 + 200704;
   g_assert_cmpuint(bf16_projection_outputs_recomputed(net), ==, projections / 2);
-  const size_t sample = stem + stages + head - projections;
-  g_assert_cmpuint(sample, ==, 34483104 - 3010560);
+  const size_t masks = (3 * 802816 + 4 * 401408 + 6 * 200704 + 3 * 100352) / 8;
+  g_assert_cmpuint(bf16_relu_bits_bytes(net, 128), ==, 128 * masks);
+  const size_t sample = stem + stages + head - projections + masks;
+  g_assert_cmpuint(sample, ==, 34483104 - 3010560 + 689920);
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
     TdmReplicaPlan p = tdm_replica_plan(net, kind, TDM_PRECISION_BF16, 128, 0);
     g_assert_cmpuint(p.activations, ==, 128 * sample);

@@ -172,9 +172,10 @@ test_workspace_basis(void)
   }
 }
 
-/* Where a replica's bytes go, by category, for the issue's ResNet-18 rows on a GPU in
- * bf16, as the bench runs them (10 classes; bench/NOTES.md's table): parameters, their
- * gradients, the activations backward reads by the kind of layer that writes them, the
+/* Where a replica's bytes go, by category, for the issue's ResNet-18 rows and
+ * torchvision's ResNet-50 on a GPU in bf16, as the bench runs them (10 classes;
+ * bench/NOTES.md's table): parameters, their gradients, the activations backward reads
+ * by the kind of layer that writes them (the block ends' ReLU masks apart), the
  * workspace's parts (the column workspace at its upper bound, the bns' small buffers,
  * the skip buffer, the two gradient buffers, the labels, indices and metrics), the
  * inference buffers. The parts sum to the plan. */
@@ -190,6 +191,8 @@ test_plan_breakdown(void)
   g_assert_no_error(error);
   g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 10, &error);
   g_assert_no_error(error);
+  g_autoptr(TdmNetwork) tv50 = tdm_network_new("resnet50", 224, 224, 3, 10, &error);
+  g_assert_no_error(error);
   const struct {
     TdmNetwork *net;
     int batch;
@@ -197,7 +200,8 @@ test_plan_breakdown(void)
   } rows[] = {{cifar, 512, "CIFAR ResNet-18, 32 px, batch 512"},
               {cifar64, 256, "CIFAR ResNet-18, 64 px, batch 256"},
               {cifar128, 128, "CIFAR ResNet-18, 128 px, batch 128"},
-              {tv, 128, "resnet18, 224 px, batch 128"}};
+              {tv, 128, "resnet18, 224 px, batch 128"},
+              {tv50, 128, "resnet50, 224 px, batch 128"}};
   static const char *const kinds[] = {"linear", "conv",  "max pool", "relu",    "flatten",
                                       "bn",     "avg pool", "global avg", "global max",
                                       "dropout", "scale", "block start", "block end"};
@@ -209,6 +213,7 @@ test_plan_breakdown(void)
     TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16,
                                         rows[k].batch, eval);
     size_t by_kind[G_N_ELEMENTS(kinds)] = {0}, projections = 0, argmax = 0, bn_work = 0;
+    size_t masks = 0;
     size_t argmax_bytes_each = 0;
     for (int i = 0; i < net->layer_count; i++) {
       TdmLayerBuffers buf =
@@ -218,17 +223,19 @@ test_plan_breakdown(void)
       argmax += cap * buf.argmax * buf.argmax_size;
       argmax_bytes_each = MAX(argmax_bytes_each, buf.argmax_size);
       bn_work += buf.bn_work * sizeof(float);
+      masks += (cap * buf.relu_bits + 31) / 32 * sizeof(uint32_t);
     }
+    g_assert_cmpuint(masks, ==, bf16_relu_bits_bytes(net, cap));
     size_t input = cap * net->in_h * net->in_w * net->in_c * sizeof(float);
-    size_t acts = input + projections + argmax;
+    size_t acts = input + projections + argmax + masks;
     g_test_message("%s, GPU, bf16, evaluation chunk %d: total %zu", rows[k].name, eval,
                    (size_t)(p.parameters + p.gradients + p.activations + p.workspace +
                             p.inference));
     g_test_message("  parameters (+ state, bf16 copy) %zu, their gradients %zu", p.parameters,
                    p.gradients);
     g_test_message("  activations %zu: input %zu, projections' conv outputs %zu, pools' "
-                   "argmax %zu (%zu bytes each)", p.activations, input, projections, argmax,
-                   argmax_bytes_each);
+                   "argmax %zu (%zu bytes each), block ends' ReLU masks %zu",
+                   p.activations, input, projections, argmax, argmax_bytes_each, masks);
     for (guint j = 0; j < G_N_ELEMENTS(kinds); j++) {
       acts += by_kind[j];
       if (by_kind[j] > 0)

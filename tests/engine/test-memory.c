@@ -87,7 +87,8 @@ test_replica_exact(void)
        * in half the bytes, no output for a bn whose conv or pool normalizes as it reads,
        * blocks' skip gradients as bf16 (or a projection's compact) where their
        * gradients are kept so, and gradient buffers as wide as the widest gradient as
-       * written (tdm_replica_gradient_bytes()). Its column workspace, in chunks
+       * written (tdm_replica_gradient_bytes()); it adds the blocks' ReLU masks as bits
+       * beside their bf16 outputs. Its column workspace, in chunks
        * (test_chunked_columns), differs by precision too: compared apart. */
       TdmReplicaBytes gpu32 = tdm_memory_replica(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32,
                                                  capacity, eval, 200, 90);
@@ -111,10 +112,11 @@ test_replica_exact(void)
       size_t grads = 2 * (size_t)capacity *
                      (tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_FP32) -
                       tdm_replica_gradient_bytes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16));
+      size_t bits = bf16_relu_bits_bytes(net, (size_t)capacity);
       g_assert_cmpuint((gpu16.total - gpu16.columns - gpu16.inference) + halves + elided +
                            skips + grads - (gpu32.total - gpu32.columns - gpu32.inference),
-                       ==, MAX(1, net->parameter_count) * sizeof(uint16_t));
-      g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves + elided);
+                       ==, MAX(1, net->parameter_count) * sizeof(uint16_t) + bits);
+      g_assert_cmpuint(gpu32.activations - gpu16.activations, ==, halves + elided - bits);
       /* The inference pass's buffers lie over the training's activations (one arena),
        * counted only where they need more. */
       TdmReplicaBytes all[] = {rb, gpu32, gpu16};

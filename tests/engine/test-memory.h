@@ -238,6 +238,24 @@ bf16_block_outputs(const TdmNetwork *net)
   return sum;
 }
 
+/* Bytes of the ReLU masks a bf16 run keeps for cap samples beside its blocks' bf16
+ * outputs, for backward: a bit an element of each block end with a ReLU whose output is
+ * stored as bf16, in whole 32-bit words, each mask a piece of the activation arena (a
+ * multiple of 16 bytes). */
+static inline size_t
+bf16_relu_bits_bytes(const TdmNetwork *net, size_t cap)
+{
+  size_t sum = 0;
+  for (int i = 0; i < net->layer_count; i++) {
+    const TdmLayer *l = &net->layers[i];
+    if (l->kind != TDM_LAYER_RES_END || !l->fused_relu || !block_tensor_bf16(net, i))
+      continue;
+    size_t words = (cap * l->out_h * l->out_w * l->out_c + 31) / 32;
+    sum += (words * 4 + 15) / 16 * 16;
+  }
+  return sum;
+}
+
 /* Bytes per sample of the skip-gradient buffers a replica keeps: one per level of
  * nesting, the level's largest skip gradient as kept (tdm_replica_layer_buffers()). */
 static inline size_t

@@ -2,8 +2,9 @@
 /* test-cuda-layers-blocks.c — part of test-cuda-layers: the CUDA backend's operations of
  * a residual block stored as bf16 (a bf16 run's block inputs and outputs, and their
  * gradients): from_bf16, im2col_bf16 of a bf16 input, relu_backward_bf16 (float32 or
- * bf16 gradients), add_out_bf16, add_strided_bf16 (a float32 or bf16 a),
- * add_relu_backward_bf16 (a block's start in backward) and bn_forward_bf16.
+ * bf16 gradients; the ReLU's mask as bits), add_out_bf16 (and the mask it writes beside
+ * its output), add_strided_bf16 (a float32 or bf16 a), add_relu_backward_bf16 (a
+ * block's start in backward) and bn_forward_bf16 (with the mask too).
  * Each against the GPU's float32 operation on the widened input (then to_bf16 where
  * it writes bf16), bit for bit, and against the CPU's bf16 operation, the reference:
  * the elementwise ones bit for bit; the bn ones, whose float32 values the GPU computes
@@ -73,6 +74,9 @@ elementwise_case(size_t n, size_t offset, bool relu)
   g_autofree float *dyh = random_floats(all, -1, 1);
   for (size_t i = 0; i < all; i += 5)
     x[i] = 0.0f;
+  /* Sums of −0 and a NaN: their masks' bits 0. */
+  x[all / 4] = a[all / 4] = -0.0f;
+  a[all / 3] = NAN;
   g_autofree uint16_t *x16 = round_in_place(x, all);
   float *dx = on(x, all * 4), *da = on(a, all * 4), *ddy = on(dyh, all * 4);
   uint16_t *dx16 = on(x16, all * 2), *got16 = on(NULL, all * 2), *want16 = on(NULL, all * 2);
@@ -92,6 +96,10 @@ elementwise_case(size_t n, size_t offset, bool relu)
     dyh16[i] = bf16_bits(dyh[i]);
   uint16_t *ddy16 = on(dyh16, all * 2);
   float *ddy_wide = poisoned(all);
+  /* The mask of the n values from offset, as the forward writes it (its own words). */
+  g_autofree uint32_t *hbits = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
+  tdm_relu_bits_of(hbits, x16 + offset, n);
+  uint32_t *dbits = relu_bits_on(x16 + offset, n);
   tdm_backend_from_bf16(gpu, ddy_wide, ddy16, all);
   for (int t = 0; t < 4; t++) {
     gboolean in16 = t & 1, out16 = t >> 1;
@@ -99,7 +107,7 @@ elementwise_case(size_t n, size_t offset, bool relu)
     TdmDtype dx_type = out16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
     const void *d = in16 ? (const void *)(ddy16 + offset) : (const void *)(ddy + offset);
     void *out = out16 ? (void *)(got16 + offset) : (void *)(got + offset);
-    tdm_backend_relu_backward_bf16(gpu, out, dx_type, d, dy_type, dx16 + offset, n);
+    tdm_backend_relu_backward_bf16(gpu, out, dx_type, d, dy_type, dbits, n);
     tdm_backend_relu_backward(gpu, want + offset, (in16 ? ddy_wide : ddy) + offset,
                               dx + offset, n);
     what = g_strdup_printf("relu_backward_bf16 %zu+%zu dy %s dx %s", n, offset,
@@ -113,8 +121,8 @@ elementwise_case(size_t n, size_t offset, bool relu)
     g_autofree char *ref = g_malloc(all * 4);
     const void *host_dy = in16 ? (const void *)(dyh16 + offset) : (const void *)(dyh + offset);
     size_t size = out16 ? 2 : 4;
-    tdm_backend_relu_backward_bf16(cpu, ref + offset * size, dx_type, host_dy, dy_type,
-                                   x16 + offset, n);
+    tdm_backend_relu_backward_bf16(cpu, ref + offset * size, dx_type, host_dy, dy_type, hbits,
+                                   n);
     assert_ok(cpu);
     g_autofree char *back = g_malloc(all * 4);
     tdm_backend_download(gpu, back, out16 ? (void *)got16 : (void *)got, all * size);
@@ -129,7 +137,7 @@ elementwise_case(size_t n, size_t offset, bool relu)
   }
   /* In place, bf16. */
   tdm_backend_relu_backward_bf16(gpu, ddy16 + offset, TDM_DTYPE_BF16, ddy16 + offset,
-                                 TDM_DTYPE_BF16, dx16 + offset, n);
+                                 TDM_DTYPE_BF16, dbits, n);
   tdm_backend_relu_backward(gpu, want + offset, ddy_wide + offset, dx + offset, n);
   tdm_backend_to_bf16(gpu, want16 + offset, want + offset, n);
   what = g_strdup_printf("relu_backward_bf16 %zu+%zu in place", n, offset);
@@ -137,11 +145,14 @@ elementwise_case(size_t n, size_t offset, bool relu)
   g_clear_pointer(&what, g_free);
   release(ddy16);
   release(ddy_wide);
+  release(dbits);
 
+  /* With its mask: the bits of the values it stored, and the CPU's. */
+  uint32_t *got_bits = on(NULL, TDM_RELU_BITS_WORDS(n) * sizeof(uint32_t));
   for (int t = 0; t < 2; t++) {
     TdmDtype type = t == 0 ? TDM_DTYPE_F32 : TDM_DTYPE_BF16;
     const void *skip = t == 0 ? (const void *)(dx + offset) : (const void *)(dx16 + offset);
-    tdm_backend_add_out_bf16(gpu, got16 + offset, da + offset, skip, type, n, relu);
+    tdm_backend_add_out_bf16(gpu, got16 + offset, da + offset, skip, type, n, relu, got_bits);
     tdm_backend_add_out(gpu, want + offset, da + offset, dx + offset, n, relu);
     tdm_backend_to_bf16(gpu, want16 + offset, want + offset, n);
     what = g_strdup_printf("add_out_bf16 %zu+%zu %s%s", n, offset, t == 0 ? "f32" : "bf16",
@@ -149,12 +160,16 @@ elementwise_case(size_t n, size_t offset, bool relu)
     same_bits_gpu(what, got16 + offset, want16 + offset, n * 2);
     g_autofree uint16_t *ref = g_new(uint16_t, all);
     const void *host_skip = t == 0 ? (const void *)(x + offset) : (const void *)(x16 + offset);
-    tdm_backend_add_out_bf16(cpu, ref + offset, a + offset, host_skip, type, n, relu);
+    tdm_backend_add_out_bf16(cpu, ref + offset, a + offset, host_skip, type, n, relu, hbits);
     assert_ok(cpu);
     same_bits_cpu(what, got16 + offset, ref + offset, n);
+    check_relu_bits(what, got_bits, got16 + offset, n);
+    /* Without a mask: the values alone, the vector paths of before. */
+    tdm_backend_add_out_bf16(gpu, want16 + offset, da + offset, skip, type, n, relu, NULL);
+    same_bits_cpu(what, want16 + offset, ref + offset, n);
     g_clear_pointer(&what, g_free);
   }
-  void *bufs[] = {dx, da, ddy, dx16, got16, want16, got, want};
+  void *bufs[] = {dx, da, ddy, dx16, got16, want16, got, want, got_bits};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     release(bufs[i]);
 }
@@ -214,11 +229,11 @@ strided_case(int n, int h, int w, int c, int stride)
 
 /* add_relu_backward_bf16, a block's start in backward (its first layer's input gradient
  * a plus the skip's share x, each float32 or bf16, rounded once, and the ReLU of the
- * block's end below applied by its bf16 output, or none): the bits of the GPU's unfused
- * ops (a widened, add_out_bf16, relu_backward_bf16 in place) and of the CPU's
- * add_relu_backward_bf16; in place over a bf16 x too. The mask has zeros of both signs,
- * negatives and a NaN. offset misaligns every pointer by that many elements (0: eight
- * a thread where n allows, 4: four, 1: one). */
+ * block's end below applied by the mask bits of its bf16 output, or none): the bits of
+ * the GPU's unfused ops (a widened, add_out_bf16, relu_backward_bf16 in place) and of
+ * the CPU's add_relu_backward_bf16; in place over a bf16 x too. The mask's values have
+ * zeros of both signs, negatives and a NaN. offset misaligns every pointer by that many
+ * elements (0: eight a thread where n allows, 4: four, 1: one). */
 static void
 block_start_case(size_t n, size_t offset)
 {
@@ -235,7 +250,10 @@ block_start_case(size_t n, size_t offset)
   }
   g_autofree uint16_t *y16 = round_in_place(y, all);
   float *da = on(a, all * 4), *dxf = on(x, all * 4), *da_wide = poisoned(all);
-  uint16_t *da16 = on(a16, all * 2), *dx16 = on(x16, all * 2), *dy16 = on(y16, all * 2);
+  uint16_t *da16 = on(a16, all * 2), *dx16 = on(x16, all * 2);
+  g_autofree uint32_t *hbits = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
+  tdm_relu_bits_of(hbits, y16 + offset, n);
+  uint32_t *dbits = relu_bits_on(y16 + offset, n);
   uint16_t *got = on(NULL, all * 2), *want = on(NULL, all * 2), *inplace = on(NULL, all * 2);
   tdm_backend_from_bf16(gpu, da_wide, da16, all);
   g_autofree uint16_t *ref = g_new(uint16_t, all);
@@ -245,21 +263,21 @@ block_start_case(size_t n, size_t offset)
     TdmDtype x_type = x_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
     const void *av = a_bf16 ? (const void *)(da16 + offset) : (const void *)(da + offset);
     const void *xv = x_bf16 ? (const void *)(dx16 + offset) : (const void *)(dxf + offset);
-    const uint16_t *mask = masked ? dy16 + offset : NULL;
+    const uint32_t *mask = masked ? dbits : NULL;
     g_autofree char *what = g_strdup_printf("add_relu_backward_bf16 %zu+%zu a %s x %s%s", n,
                                             offset, a_bf16 ? "bf16" : "f32",
                                             x_bf16 ? "bf16" : "f32", masked ? ", masked" : "");
     tdm_backend_add_relu_backward_bf16(gpu, got + offset, av, a_type, xv, x_type, mask, n);
     tdm_backend_add_out_bf16(gpu, want + offset, (a_bf16 ? da_wide : da) + offset, xv, x_type,
-                             n, false);
+                             n, false, NULL);
     if (masked)
       tdm_backend_relu_backward_bf16(gpu, want + offset, TDM_DTYPE_BF16, want + offset,
                                      TDM_DTYPE_BF16, mask, n);
     same_bits_gpu(what, got + offset, want + offset, n * 2);
     const void *ha = a_bf16 ? (const void *)(a16 + offset) : (const void *)(a + offset);
     const void *hx = x_bf16 ? (const void *)(x16 + offset) : (const void *)(x + offset);
-    tdm_backend_add_relu_backward_bf16(cpu, ref, ha, a_type, hx, x_type,
-                                       masked ? y16 + offset : NULL, n);
+    tdm_backend_add_relu_backward_bf16(cpu, ref, ha, a_type, hx, x_type, masked ? hbits : NULL,
+                                       n);
     assert_ok(cpu);
     same_bits_cpu(what, got + offset, ref, n);
     if (x_bf16) {
@@ -270,7 +288,7 @@ block_start_case(size_t n, size_t offset)
       same_bits_gpu(in_place, inplace + offset, want + offset, n * 2);
     }
   }
-  void *bufs[] = {da, dxf, da_wide, da16, dx16, dy16, got, want, inplace};
+  void *bufs[] = {da, dxf, da_wide, da16, dx16, dbits, got, want, inplace};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     release(bufs[i]);
 }
@@ -349,9 +367,10 @@ bn_case(int rows, int c, TdmDtype x_type, int addend, bool relu)
   float *dxf = on(x, count * 4), *daf = on(a, count * 4), *dp = on(p, 4 * (size_t)c * 4);
   void *da = ha == NULL ? NULL : on(ha, count * tdm_dtype_size(a_type));
   uint16_t *got = on(NULL, count * 2), *want16 = on(NULL, count * 2);
+  uint32_t *bits = on(NULL, TDM_RELU_BITS_WORDS(count) * sizeof(uint32_t));
   float *want = poisoned(count);
   tdm_backend_bn_forward_bf16(gpu, got, dx, x_type, dp, dp + c, dp + 2 * c, dp + 3 * c, da,
-                              a_type, rows, c, relu);
+                              a_type, rows, c, relu, bits);
   if (da == NULL)
     tdm_backend_bn_forward(gpu, want, dxf, TDM_DTYPE_F32, dp, dp + c, dp + 2 * c, dp + 3 * c,
                            rows, c, relu);
@@ -366,6 +385,9 @@ bn_case(int rows, int c, TdmDtype x_type, int addend, bool relu)
                                                         : "bf16 addend",
                                           relu ? ", relu" : "");
   same_bits_gpu(what, got, want16, count * 2);
+  /* Its mask: the bits of what it stored (8 channels a thread a byte each, 4 or 1 or-ed
+   * into the cleared words). */
+  check_relu_bits(what, bits, got, count);
   g_autofree float *ref = g_new(float, count);
   if (ha == NULL)
     tdm_backend_bn_forward(cpu, ref, x, TDM_DTYPE_F32, p, p + c, p + 2 * c, p + 3 * c, rows, c,
@@ -375,7 +397,7 @@ bn_case(int rows, int c, TdmDtype x_type, int addend, bool relu)
                                rows, c, relu);
   assert_ok(cpu);
   close_widened(what, got, ref, count, HALF_U16 + TOL);
-  void *bufs[] = {dx, dxf, daf, dp, da, got, want16, want};
+  void *bufs[] = {dx, dxf, daf, dp, da, got, want16, want, bits};
   for (guint i = 0; i < G_N_ELEMENTS(bufs); i++)
     if (bufs[i] != NULL)
       release(bufs[i]);
@@ -421,7 +443,8 @@ test_blocks_bf16(void)
     bn_case(512 * 32 * 32, 64, TDM_DTYPE_BF16, 0, relu); /* the stem */
     bn_case(512 * 8 * 8, 256, TDM_DTYPE_BF16, 2, relu);  /* a block's end */
     bn_case(512 * 8 * 8, 256, TDM_DTYPE_BF16, 1, relu);  /* after a projection */
-    bn_case(333, 17, TDM_DTYPE_F32, 2, relu);
+    bn_case(333, 17, TDM_DTYPE_F32, 2, relu);            /* a channel a thread */
+    bn_case(331, 12, TDM_DTYPE_BF16, 2, relu);           /* four: or-ed into the mask's words */
     bn_case(37, 17, TDM_DTYPE_BF16, 0, relu);
   }
 }

@@ -182,7 +182,7 @@ passes_case(int rows, int c, bool bf16)
     tdm_backend_bn_forward_eval(gpu, out[shift][2], dx, type, P(0), dvar, P(2), P(3), 1e-5f,
                                 rows, c, true);
     tdm_backend_bn_forward_bf16(gpu, out[shift][3], dx, type, P(0), P(1), P(2), P(3), da,
-                                TDM_DTYPE_F32, rows, c, false);
+                                TDM_DTYPE_F32, rows, c, false, NULL);
     tdm_backend_bn_backward_dx(gpu, out[shift][4], ddy, type, dx, type, P(0), P(1), P(2), P(3),
                                true, P(4), P(5), 1.0f / rows, rows, c);
     tdm_backend_bn_backward_dx_bf16(gpu, out[shift][5], ddy, type, dx, type, P(0), P(1), P(2),

@@ -90,7 +90,7 @@ forward_case(int n, int h, int w, int c, int k, TdmDtype x_type, int bn, size_t 
   /* Composed: the bn's output (or x) as bf16, widened, pooled, rounded. */
   if (bn)
     tdm_backend_bn_forward_bf16(gpu, v16, dx + offset * size, x_type, dp, dp + c, dp + 2 * c,
-                                dp + 3 * c, NULL, TDM_DTYPE_F32, n * h * w, c, bn == 2);
+                                dp + 3 * c, NULL, TDM_DTYPE_F32, n * h * w, c, bn == 2, NULL);
   else if (x_type == TDM_DTYPE_F32)
     tdm_backend_to_bf16(gpu, v16, (const float *)(dx + offset * size), count);
   else

@@ -6,10 +6,10 @@
  * or a copy, then bn_backward_sums over the rounded gradient), dx bit for bit against
  * the CPU's op and the sums within float rounding of it (the CPU adds its rows in
  * another order); a float32 and bf16, with and without the skip's share and the ReLU's
- * mask, the bn's input float32 and bf16, with and without its own fused ReLU; channel
- * counts that take each vector width and shapes of one group to many sets; through
- * misaligned pointers (scalar accesses, the same bits) and in place over the skip.
- * Registered by test-cuda-layers.c.
+ * mask as bits (its values zeros of both signs and a NaN), the bn's input float32 and
+ * bf16, with and without its own fused ReLU; channel counts that take each vector width
+ * and shapes of one group to many sets; through misaligned pointers (scalar accesses,
+ * the same bits) and in place over the skip. Registered by test-cuda-layers.c.
  */
 #include "tdm-build-config.h"
 
@@ -34,7 +34,7 @@ same_device_bits(const char *what, const void *got, const void *want, size_t byt
 /* The unfused pair on backend be into want and sums (dgamma, then dbeta). */
 static void
 unfused(TdmBackend *be, uint16_t *want, float *sums, const void *a, TdmDtype a_type,
-        const uint16_t *skip, const uint16_t *mask, const void *x, TdmDtype x_type,
+        const uint16_t *skip, const uint32_t *mask, const void *x, TdmDtype x_type,
         const float *p, bool relu, int rows, int c)
 {
   size_t n = (size_t)rows * c;
@@ -60,6 +60,7 @@ start_sums_case(int rows, int c, size_t offset)
     x[i] = x[i] * (1.0f + (float)(i % c) * 0.01f) + 0.25f * (float)(i % 5);
   for (size_t i = 0; i < all; i += 5)
     y[i] = i % 10 == 0 ? 0.0f : -0.0f;
+  y[all / 3] = NAN;
   a[all - 1] = -0.0f;
   g_autofree uint16_t *a16 = g_new(uint16_t, all), *skip16 = g_new(uint16_t, all);
   g_autofree uint16_t *x16 = g_new(uint16_t, all), *y16 = g_new(uint16_t, all);
@@ -77,7 +78,11 @@ start_sums_case(int rows, int c, size_t offset)
   }
   float *da = on(a, all * 4), *dx32 = on(x, all * 4), *dp = on(p, 4 * (size_t)c * 4);
   uint16_t *da16 = on(a16, all * 2), *dskip = on(skip16, all * 2), *dx16 = on(x16, all * 2);
-  uint16_t *dmask = on(y16, all * 2), *got = on(NULL, all * 2), *want = on(NULL, all * 2);
+  /* The mask of the n values from offset, as the forward writes it (its own words). */
+  g_autofree uint32_t *hmask = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
+  tdm_relu_bits_of(hmask, y16 + offset, n);
+  uint32_t *dmask = relu_bits_on(y16 + offset, n);
+  uint16_t *got = on(NULL, all * 2), *want = on(NULL, all * 2);
   float *gsums = poisoned(2 * (size_t)c), *wsums = poisoned(2 * (size_t)c);
   g_autofree uint16_t *ref = g_new(uint16_t, all);
   g_autofree float *ref_sums = g_new(float, 2 * (size_t)c);
@@ -88,7 +93,7 @@ start_sums_case(int rows, int c, size_t offset)
     const void *av = a_bf16 ? (const void *)(da16 + offset) : (const void *)(da + offset);
     const void *xv = x_bf16 ? (const void *)(dx16 + offset) : (const void *)(dx32 + offset);
     const uint16_t *skip = with_skip ? dskip + offset : NULL;
-    const uint16_t *mask = masked ? dmask + offset : NULL;
+    const uint32_t *mask = masked ? dmask : NULL;
     g_autofree char *what = g_strdup_printf(
         "add_relu_backward_bn_sums_bf16 %d×%d+%zu a %s%s%s x %s%s", rows, c, offset,
         a_bf16 ? "bf16" : "f32", with_skip ? " + skip" : "", masked ? ", masked" : "",
@@ -107,8 +112,8 @@ start_sums_case(int rows, int c, size_t offset)
     const void *hxv = x_bf16 ? (const void *)(x16 + offset) : (const void *)(x + offset);
     tdm_backend_add_relu_backward_bn_sums_bf16(
         cpu, ref + offset, hav, a_type, with_skip ? skip16 + offset : NULL,
-        masked ? y16 + offset : NULL, hxv, x_type, p, p + c, p + 2 * (size_t)c,
-        p + 3 * (size_t)c, relu, rows, c, ref_sums, ref_sums + c);
+        masked ? hmask : NULL, hxv, x_type, p, p + c, p + 2 * (size_t)c, p + 3 * (size_t)c,
+        relu, rows, c, ref_sums, ref_sums + c);
     assert_ok(cpu);
     g_autofree char *wc = g_strdup_printf("%s: dx", what);
     same_bits_cpu(wc, got + offset, ref + offset, n);

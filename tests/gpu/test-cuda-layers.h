@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* test-cuda-layers.h — what test-cuda-layers.c and test-cuda-layers-bf16.c share:
  * the backends (float32 and bf16), NaN-poisoned device buffers, comparisons by
- * relative error and bf16 rounding. Header-only test helpers; only with TDM_HAVE_CUDA.
+ * relative error and bf16 rounding, ReLU masks as bits. Header-only test helpers; only with TDM_HAVE_CUDA.
  */
 #pragma once
 
 #include "tdm-backend.h"
 #include "tdm-build-config.h"
 #include "tdm-counter-rng.h"
+#include "tdm-relu-bits.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -206,6 +207,38 @@ same_bits_cpu(const char *what, const uint16_t *dev, const uint16_t *ref, size_t
   g_test_message("%s against the CPU: %zu of %zu values differ", what, wrong, n);
   if (wrong > 0) {
     g_test_message("FAILED %s against the CPU", what);
+    g_test_fail();
+  }
+}
+
+/* The ReLU mask of n host bf16 values y16 as bits (tdm-relu-bits.h), on the GPU: what a
+ * block's end writes beside its bf16 output, for the backward ops that read it. */
+static inline uint32_t *
+relu_bits_on(const uint16_t *y16, size_t n)
+{
+  g_autofree uint32_t *bits = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
+  tdm_relu_bits_of(bits, y16, n);
+  return on(bits, TDM_RELU_BITS_WORDS(n) * sizeof(uint32_t));
+}
+
+/* Whether the GPU's mask bits (dev) of its n bf16 values y (on the GPU too) are those
+ * values' mask, the rule the CPU applies; bits past n aside. */
+static inline void
+check_relu_bits(const char *what, const uint32_t *dev, const uint16_t *y, size_t n)
+{
+  size_t words = TDM_RELU_BITS_WORDS(n);
+  g_autofree uint32_t *got = g_new(uint32_t, words), *want = g_new(uint32_t, words);
+  g_autofree uint16_t *values = g_new(uint16_t, n);
+  tdm_backend_download(gpu, got, dev, words * sizeof(uint32_t));
+  tdm_backend_download(gpu, values, y, n * sizeof(uint16_t));
+  assert_ok(gpu);
+  tdm_relu_bits_of(want, values, n);
+  size_t wrong = 0;
+  for (size_t e = 0; e < n; e++)
+    wrong += tdm_relu_bit_at(got, e) != tdm_relu_bit_at(want, e);
+  g_test_message("%s: %zu of %zu mask bits differ from its output's", what, wrong, n);
+  if (wrong > 0) {
+    g_test_message("FAILED %s: its mask bits", what);
     g_test_fail();
   }
 }

@@ -5,9 +5,16 @@
  * deterministic convolution choices, so that only this change could move a bit), basic
  * blocks over a bn with its ReLU and over a block's end, projections of stride 1 and 2,
  * bottlenecks; one replica and two sharing cuda:0 with synchronized batch normalization
- * (the all-reduce of the sums unchanged).
+ * (the all-reduce of the sums unchanged). And the masks that block's start reads: after
+ * a step, each block end's ReLU mask as bits (which its forward's kernel wrote beside
+ * its bf16 output) is that output's mask by the CPU's rule.
  */
+#include "replica-step.h"
 #include "tdm-config.h"
+#include "tdm-dataset.h"
+#include "tdm-network.h"
+#include "tdm-relu-bits.h"
+#include "tdm-replica.h"
 #include "test-cuda-train.h"
 
 #include <string.h>
@@ -54,8 +61,65 @@ test_start_sums_same_bits(void)
     }
 }
 
+/* One step of a bf16 replica on the GPU (the block ends' last bn folded in with 16, 32,
+ * 12 and 17 channels: eight, four and one a thread; the add of a conv's output), then
+ * each block end's mask bits against its stored output's mask. */
+static void
+test_relu_bits(void)
+{
+  if (!have_gpu())
+    return;
+  const char *networks[] = {
+      "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
+      "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,gap,fc10",
+      "conv12k3p1,bn,relu,res(conv12k3p1,bn,relu,conv12k3p1,bn),relu,"
+      "res(conv17k3s2p1,bn,relu,conv17k3p1,bn),relu,gap,fc10",
+      "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10",
+      /* a body that ends with a conv: the end adds its float32 output (add_out_bf16) */
+      "conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1),relu,gap,fc10"};
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 16);
+  for (guint k = 0; k < G_N_ELEMENTS(networks); k++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TdmNetwork) net = tdm_network_new(networks[k], 28, 28, 1, 10, &error);
+    g_assert_no_error(error);
+    TdmBackend *b = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
+    g_assert_no_error(error);
+    const int n = 33;
+    TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
+    g_assert_no_error(error);
+    g_autofree float *params = g_new(float, net->parameter_count);
+    tdm_network_init_parameters(net, 7, params);
+    g_autofree float *grads = replica_step_gradients(r, params, n);
+    int ends = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      if (r->relu_bits[i] == NULL)
+        continue;
+      const TdmLayer *l = &net->layers[i];
+      size_t count = (size_t)n * l->out_h * l->out_w * l->out_c;
+      size_t words = TDM_RELU_BITS_WORDS(count);
+      g_autofree uint16_t *y = g_new(uint16_t, count);
+      g_autofree uint32_t *got = g_new(uint32_t, words), *want = g_new(uint32_t, words);
+      tdm_backend_download(b, y, r->acts[i + 1], count * sizeof(uint16_t));
+      tdm_backend_download(b, got, r->relu_bits[i], words * sizeof(uint32_t));
+      g_assert_true(tdm_backend_check(b, NULL));
+      tdm_relu_bits_of(want, y, count);
+      size_t wrong = 0;
+      for (size_t e = 0; e < count; e++)
+        wrong += tdm_relu_bit_at(got, e) != tdm_relu_bit_at(want, e);
+      g_test_message("%s, %s: %zu of %zu mask bits differ from its output's", networks[k],
+                     l->name, wrong, count);
+      g_assert_cmpuint(wrong, ==, 0);
+      ends++;
+    }
+    g_assert_cmpint(ends, >, 0);
+    tdm_replica_free(r);
+    tdm_backend_free(b);
+  }
+}
+
 void
 test_cuda_train_add_start_sums(void)
 {
   g_test_add_func("/cuda-train/start-sums", test_start_sums_same_bits);
+  g_test_add_func("/cuda-train/relu-bits", test_relu_bits);
 }

@@ -11,6 +11,7 @@
  * through the same loops, so its results are the float32 ops' on the widened tensor. */
 #include "tdm-backend-cpu-private.h"
 #include "tdm-bf16.h"
+#include "tdm-relu-bits.h"
 
 #include <math.h>
 #include <string.h>
@@ -216,15 +217,18 @@ bn_add_rows_bf16(uint16_t *y, const void *x, TdmDtype x_type, const float *mean,
 }
 
 /* bn_forward, and then with a the add and ReLU of bn_forward_add (add_out's: NaN
- * passes), a block of rows at a time into float32, then rounded into y. */
+ * passes), a block of rows at a time into float32, then rounded into y; the mask read
+ * back from y (the reference's plain way: the kernel writes it as it stores y). */
 void
 tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                         const float *mean, const float *invstd, const float *gamma,
                         const float *beta, const void *a, TdmDtype a_type, int rows,
-                        int channels, bool relu)
+                        int channels, bool relu, uint32_t *bits)
 {
   bn_add_rows_bf16(y, x, x_type, mean, invstd, gamma, beta, a, a_type, rows, channels,
                    relu && a == NULL, relu && a != NULL);
+  if (bits != NULL)
+    tdm_relu_bits_of(bits, y, (size_t)rows * channels);
 }
 
 void
@@ -384,7 +388,7 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void 
 }
 
 /* A residual block's start in backward and the sums of the bn below it in one pass: a
- * block of rows of dx = mask > 0 ? a + skip : 0 (mask NULL: no ReLU; skip NULL: a alone)
+ * block of rows of dx = mask's bit ? a + skip : 0 (mask NULL: no ReLU; skip NULL: a alone)
  * rounded once to bf16 (add_relu_backward_bf16's bits), then that block widened and
  * added into the sums as bn_backward_sums adds its dy: every channel's rows in order,
  * the same bits. With neither skip nor mask a bf16 a is copied (a NaN's bits kept, as
@@ -393,7 +397,7 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void 
 void
 tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
                                        TdmDtype a_type, const uint16_t *skip,
-                                       const uint16_t *mask, const void *x, TdmDtype x_type,
+                                       const uint32_t *mask, const void *x, TdmDtype x_type,
                                        const float *mean, const float *invstd,
                                        const float *gamma, const float *beta, bool relu,
                                        int rows, int channels, float *dgamma, float *dbeta)
@@ -414,7 +418,7 @@ tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *
       const float own = af != NULL ? af[i] : tdm_bf16_value(ah[i]);
       /* Not own + 0 where there is no skip: that would turn −0 into +0. */
       const float v = skip != NULL ? own + tdm_bf16_value(skip[i]) : own;
-      dx[i] = tdm_bf16_round(mask == NULL || tdm_bf16_value(mask[i]) > 0.0f ? v : 0.0f);
+      dx[i] = tdm_bf16_round(mask == NULL || tdm_relu_bit_at(mask, i) ? v : 0.0f);
     }
     bn_sums_rows(acc, accb, rows_f32(x, x_type, r, count, channels, tmp),
                  rows_f32(dx, TDM_DTYPE_BF16, r, count, channels, dytmp), &p, relu, count,

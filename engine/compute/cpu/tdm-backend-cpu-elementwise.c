@@ -2,12 +2,14 @@
 /* tdm-backend-cpu-elementwise.c — the CPU backend's operations of one value at a time:
  * bias and ReLU (the loops of tdm-cpu-kernels.c for this CPU), the communicators' add
  * and scale, the rounding to bfloat16 (tdm-bf16.h, the GPU's rule) and back, a
- * residual block's add and ReLU mask over bf16 tensors, and inverted dropout on the
- * counter RNG, its mask drawn again in backward and never stored. The front door checked the arguments.
+ * residual block's add over bf16 tensors and its ReLU's mask as bits (tdm-relu-bits.h),
+ * and inverted dropout on the counter RNG, its mask drawn again in backward and never
+ * stored. The front door checked the arguments.
  */
 #include "tdm-backend-cpu-private.h"
 #include "tdm-bf16.h"
 #include "tdm-counter-rng.h"
+#include "tdm-relu-bits.h"
 
 void
 tdm_cpu_bias_forward(TdmBackend *b, float *y, const float *bias, int outer, int channels,
@@ -93,11 +95,12 @@ tdm_cpu_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
     o[i] = tdm_bf16_value(h[i]);
 }
 
-/* The gradient, float32 or bf16, each value read widened and written rounded; dx may
- * be dy where the types agree (each value is read before it is written). */
+/* The gradient, float32 or bf16, each value read widened and written rounded, kept
+ * where the mask's bit is set; dx may be dy where the types agree (each value is read
+ * before it is written). */
 void
 tdm_cpu_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                           TdmDtype dy_type, const uint16_t *y, size_t n)
+                           TdmDtype dy_type, const uint32_t *mask, size_t n)
 {
   const float *dyf = dy_type == TDM_DTYPE_F32 ? dy : NULL;
   const uint16_t *dyh = dy_type == TDM_DTYPE_BF16 ? dy : NULL;
@@ -105,7 +108,7 @@ tdm_cpu_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void
   uint16_t *dxh = dx_type == TDM_DTYPE_BF16 ? dx : NULL;
   for (size_t i = 0; i < n; i++) {
     const float d = dyf != NULL ? dyf[i] : tdm_bf16_value(dyh[i]);
-    const float v = tdm_bf16_value(y[i]) > 0.0f ? d : 0.0f;
+    const float v = tdm_relu_bit_at(mask, i) ? d : 0.0f;
     if (dxf != NULL)
       dxf[i] = v;
     else
@@ -150,10 +153,11 @@ tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a,
       }
 }
 
-/* add_out's sum and ReLU (relu_forward's: NaN passes), then rounded. */
+/* add_out's sum and ReLU (relu_forward's: NaN passes), then rounded; the mask read back
+ * from y (the reference's plain way: the kernel writes it as it stores y). */
 void
-tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
-                     TdmDtype x_type, size_t n, bool relu)
+tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x, TdmDtype x_type,
+                     size_t n, bool relu, uint32_t *bits)
 {
   const float *xf = x_type == TDM_DTYPE_F32 ? x : NULL;
   const uint16_t *xh = x_type == TDM_DTYPE_BF16 ? x : NULL;
@@ -161,15 +165,17 @@ tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
     const float v = a[i] + (xf != NULL ? xf[i] : tdm_bf16_value(xh[i]));
     y[i] = tdm_bf16_round(relu && v < 0.0f ? 0.0f : v);
   }
+  if (bits != NULL)
+    tdm_relu_bits_of(bits, y, n);
 }
 
 /* A block's start in backward: the two shares summed in float32, rounded once, and the
  * ReLU of the layer before applied as relu_backward_bf16 applies it (the rounded 0 where
- * its output y is not positive); no ReLU where y is NULL. dx may be a or x where that one
+ * its mask's bit is clear); no ReLU where mask is NULL. dx may be a or x where that one
  * is bf16: each element is read before it is written. */
 void
 tdm_cpu_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
-                               const void *x, TdmDtype x_type, const uint16_t *y, size_t n)
+                               const void *x, TdmDtype x_type, const uint32_t *mask, size_t n)
 {
   const float *af = a_type == TDM_DTYPE_F32 ? a : NULL;
   const uint16_t *ah = a_type == TDM_DTYPE_BF16 ? a : NULL;
@@ -177,6 +183,6 @@ tdm_cpu_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDt
   const uint16_t *xh = x_type == TDM_DTYPE_BF16 ? x : NULL;
   for (size_t i = 0; i < n; i++) {
     const float v = value_of(af, ah, i) + value_of(xf, xh, i);
-    dx[i] = tdm_bf16_round(y == NULL || tdm_bf16_value(y[i]) > 0.0f ? v : 0.0f);
+    dx[i] = tdm_bf16_round(mask == NULL || tdm_relu_bit_at(mask, i) ? v : 0.0f);
   }
 }

@@ -76,22 +76,22 @@ void tdm_cpu_scale(TdmBackend *b, float *y, float alpha, size_t n);
 void tdm_cpu_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n);
 void tdm_cpu_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n);
 void tdm_cpu_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                                TdmDtype dy_type, const uint16_t *y, size_t n);
+                                TdmDtype dy_type, const uint32_t *mask, size_t n);
 void tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a,
                               TdmDtype a_type, const float *x, int n, int h, int w, int c,
                               int stride);
 void tdm_cpu_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
-                                    const void *x, TdmDtype x_type, const uint16_t *y,
+                                    const void *x, TdmDtype x_type, const uint32_t *mask,
                                     size_t n);
 void tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
                                             TdmDtype a_type, const uint16_t *skip,
-                                            const uint16_t *mask, const void *x,
+                                            const uint32_t *mask, const void *x,
                                             TdmDtype x_type, const float *mean,
                                             const float *invstd, const float *gamma,
                                             const float *beta, bool relu, int rows,
                                             int channels, float *dgamma, float *dbeta);
 void tdm_cpu_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
-                          TdmDtype x_type, size_t n, bool relu);
+                          TdmDtype x_type, size_t n, bool relu, uint32_t *bits);
 void tdm_cpu_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,
                              int n, int per_sample, float p, uint64_t key, uint32_t epoch);
 void tdm_cpu_dropout_backward(TdmBackend *b, float *dx, const float *dy, const int32_t *indices,
@@ -171,7 +171,7 @@ void tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_
 void tdm_cpu_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                              const float *mean, const float *invstd, const float *gamma,
                              const float *beta, const void *a, TdmDtype a_type, int rows,
-                             int channels, bool relu);
+                             int channels, bool relu, uint32_t *bits);
 void tdm_cpu_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                         const float *mean, const float *invstd, const float *gamma,
                         const float *beta, int rows, int channels, bool relu);

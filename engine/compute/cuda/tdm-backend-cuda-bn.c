@@ -83,12 +83,12 @@ void
 tdm_cuda_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                          const float *mean, const float *invstd, const float *gamma,
                          const float *beta, const void *a, TdmDtype a_type, int rows,
-                         int channels, bool relu)
+                         int channels, bool relu, uint32_t *bits)
 {
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_bn_forward_bf16(y, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
                                          beta, a, a_type == TDM_DTYPE_BF16, rows, channels,
-                                         relu, STREAM(b)));
+                                         relu, bits, STREAM(b)));
 }
 
 void
@@ -145,7 +145,7 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void
 void
 tdm_cuda_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
                                         TdmDtype a_type, const uint16_t *skip,
-                                        const uint16_t *mask, const void *x, TdmDtype x_type,
+                                        const uint32_t *mask, const void *x, TdmDtype x_type,
                                         const float *mean, const float *invstd,
                                         const float *gamma, const float *beta, bool relu,
                                         int rows, int channels, float *dgamma, float *dbeta)

@@ -79,11 +79,11 @@ tdm_cuda_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n)
 
 void
 tdm_cuda_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                            TdmDtype dy_type, const uint16_t *y, size_t n)
+                            TdmDtype dy_type, const uint32_t *mask, size_t n)
 {
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_relu_backward_bf16(dx, dx_type == TDM_DTYPE_BF16, dy,
-                                            dy_type == TDM_DTYPE_BF16, y, n,
+                                            dy_type == TDM_DTYPE_BF16, mask, n,
                                             CUDA_B(b)->stream));
 }
 
@@ -100,20 +100,20 @@ tdm_cuda_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a
 
 void
 tdm_cuda_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
-                                const void *x, TdmDtype x_type, const uint16_t *y, size_t n)
+                                const void *x, TdmDtype x_type, const uint32_t *mask, size_t n)
 {
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_add_relu_backward_bf16(dx, a, a_type == TDM_DTYPE_BF16, x,
-                                                x_type == TDM_DTYPE_BF16, y, n,
+                                                x_type == TDM_DTYPE_BF16, mask, n,
                                                 CUDA_B(b)->stream));
 }
 
 void
 tdm_cuda_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
-                      TdmDtype x_type, size_t n, bool relu)
+                      TdmDtype x_type, size_t n, bool relu, uint32_t *bits)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_add_out_bf16(y, a, x, x_type == TDM_DTYPE_BF16, n, relu,
+    TDM_CUDA_OK(b, tdm_k_add_out_bf16(y, a, x, x_type == TDM_DTYPE_BF16, n, relu, bits,
                                       CUDA_B(b)->stream));
 }
 

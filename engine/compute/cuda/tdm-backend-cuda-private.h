@@ -125,15 +125,15 @@ void tdm_cuda_scale(TdmBackend *b, float *y, float alpha, size_t n);
 void tdm_cuda_to_bf16(TdmBackend *b, uint16_t *out, const float *in, size_t n);
 void tdm_cuda_from_bf16(TdmBackend *b, float *out, const uint16_t *in, size_t n);
 void tdm_cuda_relu_backward_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const void *dy,
-                                 TdmDtype dy_type, const uint16_t *y, size_t n);
+                                 TdmDtype dy_type, const uint32_t *mask, size_t n);
 void tdm_cuda_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a,
                                TdmDtype a_type, const float *x, int n, int h, int w, int c,
                                int stride);
 void tdm_cuda_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a,
                                      TdmDtype a_type, const void *x, TdmDtype x_type,
-                                     const uint16_t *y, size_t n);
+                                     const uint32_t *mask, size_t n);
 void tdm_cuda_add_out_bf16(TdmBackend *b, uint16_t *y, const float *a, const void *x,
-                           TdmDtype x_type, size_t n, bool relu);
+                           TdmDtype x_type, size_t n, bool relu, uint32_t *bits);
 void tdm_cuda_dropout_forward(TdmBackend *b, float *y, const float *x, const int32_t *indices,
                               int n, int per_sample, float p, uint64_t key, uint32_t epoch);
 void tdm_cuda_dropout_backward(TdmBackend *b, float *dx, const float *dy,
@@ -216,7 +216,7 @@ void tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot
 void tdm_cuda_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                               const float *mean, const float *invstd, const float *gamma,
                               const float *beta, const void *a, TdmDtype a_type, int rows,
-                              int channels, bool relu);
+                              int channels, bool relu, uint32_t *bits);
 void tdm_cuda_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                          const float *mean, const float *invstd, const float *gamma,
                          const float *beta, int rows, int channels, bool relu);
@@ -238,7 +238,7 @@ void tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x
                               int channels, bool relu);
 void tdm_cuda_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
                                              TdmDtype a_type, const uint16_t *skip,
-                                             const uint16_t *mask, const void *x,
+                                             const uint32_t *mask, const void *x,
                                              TdmDtype x_type, const float *mean,
                                              const float *invstd, const float *gamma,
                                              const float *beta, bool relu, int rows,
