@@ -50,11 +50,12 @@ static_assert(BN_TILE_CHANNELS <= 64, "bn_add_partials: a tile's values fit half
  * BN_MAX_BLOCKS blocks. Long runs of rows a block keep its finish (the lanes' and the
  * groups' sums) small beside its reads. Fixed numbers, not the GPU's SM count, so
  * that the sums' bits are the same on every GPU. (16-channel sets, 128- or 256-channel
- * tiles, 16 rows a thread or a fill of 132 or 528 blocks were each slower on an H100.) */
+ * tiles, 16 rows a thread or a fill of 132 or 528 blocks were each slower on an H100; at
+ * most 528 blocks rather than 264 made the backward sums 8 % slower there.) */
 #define BN_ROWS_PER_THREAD 32
 #define BN_MIN_ROWS_PER_THREAD 8
 #define BN_FILL_BLOCKS 264
-#define BN_MAX_BLOCKS 528
+#define BN_MAX_BLOCKS 264
 
 /* SUM_START, or-ed into a backward mode: the block start's pass, its dy made as it
  * loads (bn_start_row). SUM_BASE: the mode without it. */
