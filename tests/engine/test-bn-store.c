@@ -213,6 +213,11 @@ test_replica(void)
     set_store(NULL);
     g_assert_no_error(error);
     g_assert_true(r->stores_bf16);
+    /* The arena is what the plan counts. */
+    set_store(stores[s]);
+    TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n);
+    set_store(NULL);
+    g_assert_cmpuint(r->arena_bytes, ==, p.activations + p.inference);
     g_autofree float *grads = replica_step_gradients(r, params, n);
     int eligible = 0;
     for (int i = 0; i < net->layer_count; i++) {
