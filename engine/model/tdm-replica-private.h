@@ -746,7 +746,6 @@ block_in_floats(const TdmNetwork *net, const TdmLayer *end)
   return (size_t)begin->in_h * begin->in_w * begin->in_c;
 }
 
-
 /* The inference pass (tdm-replica-infer.c): evaluation and prediction run the same
  * forward walk as training, MODE_EVAL, with acts[], argmax[] and the projections'
  * outputs pointing into a few buffers that rotate layer to layer instead of into the

@@ -147,10 +147,10 @@ tdm_memory_workspace_plan(const TdmConfig *cfg, const TdmNetwork *net, int repli
                          cfg->network, net->in_h, net->in_w, net->in_c, net->classes,
                          tdm_precision_name(cfg->precision), cfg->exact, cfg->exact_chunk,
                          cfg->batch, cfg->accumulate, replica, world,
-                         shard_of(cfg, world, replica), capacity, eval, train_count,
-                         test_count, freeze, conv != NULL ? conv : "",
-                         cudnn != NULL ? cudnn : "", tdm_replica_bf16_activations(),
-                         tdm_replica_bn_store(capacity), tdm_conv_chunk_bytes(cfg->precision));
+                         shard_of(cfg, world, replica), capacity, eval, train_count, test_count,
+                         freeze, conv != NULL ? conv : "", cudnn != NULL ? cudnn : "",
+                         tdm_replica_bf16_activations(), tdm_replica_bn_store(capacity),
+                         tdm_conv_chunk_bytes(cfg->precision));
 }
 
 TdmWorkspaceBasis

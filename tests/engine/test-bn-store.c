@@ -7,13 +7,13 @@
  * value is warned about and read as unset. The prologue's own operations are
  * test-backend-cpu-bf16.c's. */
 #include "replica-step.h"
+#include "synthetic-idx.h"
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
-#include "tdm-trainer.h"
 #include "tdm-network.h"
-#include "tdm-replica.h"
 #include "tdm-replica-private.h"
-#include "synthetic-idx.h"
+#include "tdm-replica.h"
+#include "tdm-trainer.h"
 
 #include <string.h>
 
@@ -45,8 +45,8 @@ set_store(const char *value)
 /* The parameters after `steps` bf16 SGD steps of `network` on `devices` at batch 64,
  * TANDEM_BN_STORE set to `store` while the trainer makes its replicas. */
 static float *
-train(const char *network, const char *devices, const char *const *freeze,
-      const char *store, size_t *count)
+train(const char *network, const char *devices, const char *const *freeze, const char *store,
+      size_t *count)
 {
   g_autoptr(TdmConfig) cfg = tdm_config_new();
   g_autoptr(GError) error = NULL;
@@ -86,8 +86,8 @@ stored_bns(const TdmNetwork *net, const char *store, int capacity, size_t *bytes
   for (int i = 0; i < net->layer_count; i++)
     if (bn_output_stored(net, i, TRUE, bn_store)) {
       count++;
-      *bytes += arena_piece((size_t)capacity * layer_out_floats(&net->layers[i]) *
-                            sizeof(uint16_t));
+      *bytes +=
+          arena_piece((size_t)capacity * layer_out_floats(&net->layers[i]) * sizeof(uint16_t));
     }
   return count;
 }
@@ -120,14 +120,14 @@ test_same_bits(void)
     g_autofree float *base = train(runs[k].net, runs[k].devices, runs[k].freeze, NULL, &n);
     for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
       size_t m = 0;
-      g_autofree float *p =
-          train(runs[k].net, runs[k].devices, runs[k].freeze, stores[s], &m);
+      g_autofree float *p = train(runs[k].net, runs[k].devices, runs[k].freeze, stores[s], &m);
       g_assert_cmpuint(m, ==, n);
       size_t differ = 0;
       for (size_t i = 0; i < n; i++)
         differ += memcmp(&base[i], &p[i], sizeof(float)) != 0;
       g_test_message("%s on %s%s, TANDEM_BN_STORE=%s: %zu of %zu parameters differ from "
-                     "no store", runs[k].net, runs[k].devices,
+                     "no store",
+                     runs[k].net, runs[k].devices,
                      runs[k].freeze != NULL ? ", stem frozen" : "", stores[s], differ, n);
       g_assert_cmpuint(differ, ==, 0);
     }
@@ -168,16 +168,15 @@ test_plan(void)
         TdmReplicaPlan p32 = tdm_replica_plan(net, kinds[d], TDM_PRECISION_FP32, cap, 100);
         set_store(NULL);
         g_test_message("%s, %s, batch %d, TANDEM_BN_STORE=%s: %d bn outputs stored, "
-                       "%zu bytes more activations", nets[k].spec,
-                       kinds[d] == TDM_BACKEND_CPU ? "cpu" : "cuda", cap, stores[s], count,
-                       bytes);
+                       "%zu bytes more activations",
+                       nets[k].spec, kinds[d] == TDM_BACKEND_CPU ? "cpu" : "cuda", cap,
+                       stores[s], count, bytes);
         g_assert_cmpuint(p.activations, ==, today.activations + bytes);
         g_assert_cmpuint(p.parameters, ==, today.parameters);
         g_assert_cmpuint(p.gradients, ==, today.gradients);
         g_assert_cmpuint(p.columns, ==, today.columns);
         g_assert_cmpuint(p.workspace, ==, today.workspace);
-        g_assert_cmpuint(p.activations + p.inference, >=,
-                         today.activations + today.inference);
+        g_assert_cmpuint(p.activations + p.inference, >=, today.activations + today.inference);
         TdmReplicaPlan f32 = tdm_replica_plan(net, kinds[d], TDM_PRECISION_FP32, cap, 100);
         g_assert_true(memcmp(&p32, &f32, sizeof f32) == 0);
         if (s == 0)
@@ -261,8 +260,7 @@ test_malformed(void)
     g_test_expect_message("Tandem-Model", G_LOG_LEVEL_WARNING, pattern);
     set_store(bad[k]);
     TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
-    TdmReplicaPlan again =
-        tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
+    TdmReplicaPlan again = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
     g_assert_cmpuint(tdm_replica_bn_store(64), ==, 0);
     set_store(NULL);
     g_test_assert_expected_messages();
