@@ -547,8 +547,10 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.activations = arena_piece(cap * sample * sizeof(float));
   p.columns = tdm_replica_column_workspace(net, kind, precision, stores16, cap, ecap);
   p.workspace = p.columns;
+  size_t bn_store = tdm_replica_bn_store(capacity);
   for (int i = 0; i < net->layer_count; i++) {
-    TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
+    TdmLayerBuffers buf = with_bn_store(
+        net, i, stores16, bn_store, tdm_replica_buffers_of(net, i, kind, precision, stores16));
     p.activations += training_pieces(&buf, cap);
     p.workspace += buf.bn_work * sizeof(float);
   }
@@ -627,6 +629,37 @@ tdm_replica_start_sums(void)
 {
   const char *v = g_getenv("TANDEM_START_SUMS");
   return v == NULL || strcmp(v, "0") != 0;
+}
+
+/* The last value of TANDEM_BN_STORE warned about: a plan is computed many times a run
+ * (the estimate, each replica), and one warning says it. */
+G_LOCK_DEFINE_STATIC(bn_store_warned);
+static char *bn_store_warned;
+
+size_t
+tdm_replica_bn_store(int capacity)
+{
+  const char *v = g_getenv("TANDEM_BN_STORE");
+  if (v == NULL)
+    return 0;
+  if (strcmp(v, "all") == 0)
+    return G_MAXSIZE;
+  const guint64 mib = 1024 * 1024;
+  guint64 limit;
+  if (!g_ascii_string_to_unsigned(v, 10, 0, G_MAXSIZE / mib, &limit, NULL)) {
+    G_LOCK(bn_store_warned);
+    if (g_strcmp0(bn_store_warned, v) != 0) {
+      g_warning("TANDEM_BN_STORE=\"%s\" is neither 0, all nor a whole number of MiB: "
+                "no bn output is stored for its conv",
+                v);
+      g_free(bn_store_warned);
+      bn_store_warned = g_strdup(v);
+    }
+    G_UNLOCK(bn_store_warned);
+    return 0;
+  }
+  /* n·h·w·c·2 ≤ N MiB for n samples is h·w·c·2 ≤ ⌊N MiB / n⌋. */
+  return (size_t)(limit * mib / (guint64)MAX(capacity, 1));
 }
 
 gboolean

@@ -103,6 +103,13 @@ col_floats_per_sample(const TdmNetwork *net, const TdmLayer *l)
   return 0;
 }
 
+/* Floats per sample of layer l's output. */
+static inline size_t
+layer_out_floats(const TdmLayer *l)
+{
+  return (size_t)l->out_h * l->out_w * l->out_c;
+}
+
 /* Whether conv layer l takes bf16 operands both ways in a bf16 run
  * (tdm_replica_conv_bf16()'s rule): a conv with columns whose outputs are no more than
  * its reduction (the layout's), or any 1×1 conv of no padding, whose "columns" are its
@@ -187,6 +194,19 @@ bn_output_to_conv(const TdmNetwork *net, int i, gboolean stores16)
   if (net->layers[i].kind != TDM_LAYER_BN || i + 1 >= net->layer_count)
     return FALSE;
   return stores16 && conv_bf16_columns(net, &net->layers[i + 1]);
+}
+
+/* Whether bn layer i's output, which the conv after it could normalize as it reads it
+ * (bn_output_to_conv()), is stored instead, as bf16, for that conv to read as a stored
+ * input in its forward and its weight gradient (no normalized copies there): where it
+ * takes at most bn_store bytes a sample (tdm_replica_bn_store(); 0: none). The bn's
+ * forward writes it in one pass (bn_forward_bf16, the bits the conv's prologue rounds
+ * to); its backward reads its input as before. A frozen one writes it there too. */
+static inline gboolean
+bn_output_stored(const TdmNetwork *net, int i, gboolean stores16, size_t bn_store)
+{
+  return bn_output_to_conv(net, i, stores16) &&
+         layer_out_floats(&net->layers[i]) * sizeof(uint16_t) <= bn_store;
 }
 
 /* Whether bn layer i writes its input gradient as the bf16 output gradient of the conv
@@ -611,8 +631,10 @@ act_type(const TdmReplica *r, int i)
   if (r->inferring)
     return i >= 1 && infer_output_bf16(r->net, i - 1, r->stores_bf16) ? TDM_DTYPE_BF16
                                                                       : TDM_DTYPE_F32;
-  return i >= 1 && output_bf16(r->net, i - 1, r->stores_bf16) ? TDM_DTYPE_BF16
-                                                               : TDM_DTYPE_F32;
+  return i >= 1 && (output_bf16(r->net, i - 1, r->stores_bf16) ||
+                    bn_output_stored(r->net, i - 1, r->stores_bf16, r->bn_store))
+             ? TDM_DTYPE_BF16
+             : TDM_DTYPE_F32;
 }
 
 /* The element type of a projection's conv output (proj_conv) as the pass in progress
@@ -650,14 +672,16 @@ layer_frozen(const TdmReplica *r, int i)
 static inline gboolean
 frozen_bn_to_conv(const TdmReplica *r, int i)
 {
-  return !r->inferring && layer_frozen(r, i) && bn_output_to_conv(r->net, i, r->stores_bf16);
+  return !r->inferring && layer_frozen(r, i) && bn_output_to_conv(r->net, i, r->stores_bf16) &&
+         !bn_output_stored(r->net, i, r->stores_bf16, r->bn_store);
 }
 
 /* Whether bn layer i leaves its output unwritten in training, for the layer after it
  * to compute as it reads it, when that layer is the output's only reader: a max pool
  * (maxpool_forward_bn; its backward goes by argmax), or a conv that takes the bf16
- * column path (im2col_bf16_bn; its backward reads its columns, never its input). The
- * backends give the same bits as the bn's own pass. */
+ * column path (im2col_bf16_bn; its backward reads its columns, never its input), unless
+ * the bn stores its output for it (bn_output_stored()). The backends give the same bits
+ * as the bn's own pass. */
 static inline gboolean
 bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
 {
@@ -672,7 +696,8 @@ bn_output_left_to_next(TdmReplica *r, int i, int n, TdmPassMode mode)
   if (next->kind == TDM_LAYER_POOL)
     return tdm_layer_pool_tiles(next) && tdm_backend_has_maxpool_forward_bn(r->backend);
   if (next->kind != TDM_LAYER_CONV || !tdm_backend_has_im2col_bf16_bn(r->backend) ||
-      r->conv_work[i + 1] != NULL)
+      r->conv_work[i + 1] != NULL ||
+      (!r->inferring && bn_output_stored(net, i, r->stores_bf16, r->bn_store)))
     return FALSE;
   int rows = n * next->out_h * next->out_w;
   return tdm_replica_conv_bf16(r, r->cols[i + 1], next->kernel, next->pad, rows,
@@ -721,13 +746,6 @@ block_in_floats(const TdmNetwork *net, const TdmLayer *end)
   return (size_t)begin->in_h * begin->in_w * begin->in_c;
 }
 
-static inline size_t
-layer_out_floats(const TdmLayer *l)
-{
-  return (size_t)l->out_h * l->out_w * l->out_c;
-}
-
-
 /* The inference pass (tdm-replica-infer.c): evaluation and prediction run the same
  * forward walk as training, MODE_EVAL, with acts[], argmax[] and the projections'
  * outputs pointing into a few buffers that rotate layer to layer instead of into the
@@ -768,6 +786,19 @@ training_pieces(const TdmLayerBuffers *buf, size_t cap)
   if (buf->relu_bits > 0)
     bytes += arena_piece(relu_bits_bytes(cap * buf->relu_bits));
   return bytes;
+}
+
+/* Layer i's buffers (buf, tdm_replica_buffers_of()'s) with its output stored where a bn
+ * stores it for the conv after it (bn_output_stored(); bn_store: the replica's). */
+static inline TdmLayerBuffers
+with_bn_store(const TdmNetwork *net, int i, gboolean stores16, size_t bn_store,
+              TdmLayerBuffers buf)
+{
+  if (bn_output_stored(net, i, stores16, bn_store)) {
+    buf.output = layer_out_floats(&net->layers[i]);
+    buf.output_type = TDM_DTYPE_BF16;
+  }
+  return buf;
 }
 
 /* tdm-replica-plan.c's sizing with the storage decided (stores16: a replica that stores

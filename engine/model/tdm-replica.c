@@ -65,6 +65,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->stores_bf16 = tdm_replica_stores_bf16(b->kind, b->precision) &&
                    tdm_backend_has_bn_bf16_input(b) && tdm_backend_has_bf16_blocks(b);
   r->start_sums = tdm_replica_start_sums() && tdm_backend_has_start_bn_sums(b);
+  r->bn_store = tdm_replica_bn_store(capacity);
   int n = net->layer_count;
   r->acts = g_new0(float *, n + 1);
   r->argmax = g_new0(void *, n);
@@ -94,7 +95,9 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   size_t arena = arena_piece((size_t)capacity * net->in_h * net->in_w * net->in_c *
                              sizeof(float));
   for (int i = 0; i < n; i++) {
-    TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
+    TdmLayerBuffers buf =
+        with_bn_store(net, i, r->stores_bf16, r->bn_store,
+                      tdm_replica_buffers_of(net, i, b->kind, b->precision, r->stores_bf16));
     arena += training_pieces(&buf, (size_t)capacity);
   }
   arena = MAX(arena,
@@ -125,7 +128,9 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
-    TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, b->kind, b->precision, r->stores_bf16);
+    TdmLayerBuffers buf =
+        with_bn_store(net, i, r->stores_bf16, r->bn_store,
+                      tdm_replica_buffers_of(net, i, b->kind, b->precision, r->stores_bf16));
     /* In the arena in training_pieces()'s order. */
     if (buf.output > 0)
       r->acts[i + 1] =

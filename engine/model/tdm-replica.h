@@ -137,6 +137,9 @@ struct _TdmReplica {
                                  * (tdm_replica_start_sums(), decided when made) */
   gboolean stores_bf16;         /* activations stored as bf16 where their readers take
                                  * it (tdm_replica_stores_bf16(), decided when made) */
+  size_t bn_store;              /* bytes a sample at most of a bn's bf16 output stored
+                                 * for the conv after it (tdm_replica_bn_store(), decided
+                                 * when made) */
   uint16_t *params16;           /* --precision bf16: the parameters as bf16, rounded
                                  * once per forward pass for every conv's products
                                  * (NULL without bf16) */
@@ -247,6 +250,15 @@ gboolean tdm_replica_bf16_activations (void);
  * unless the environment says TANDEM_START_SUMS=0 (tests and benchmarks of the two
  * passes). Read when a replica is made, never by the passes. */
 gboolean tdm_replica_start_sums (void);
+/* Which bn outputs that the conv after it could normalize as it reads them (a bn
+ * prologue) a replica of `capacity` samples a step stores instead, as bf16, for that conv
+ * to read as a stored input both ways (no normalized copies in its forward and weight
+ * gradient, at the cost of the buffers): those of at most the returned bytes a sample.
+ * The environment says, TANDEM_BN_STORE: unset or 0 none (0), `all` every one
+ * (G_MAXSIZE), a number N those whose output at `capacity` samples takes at most N MiB;
+ * anything else is warned about once and read as unset. Read when a replica is made or a
+ * plan computed, never by the passes. */
+size_t tdm_replica_bn_store (int capacity);
 /* Whether a replica made now on a backend of this kind, in this precision, stores
  * activations as bf16: a bf16 run on a kind whose operations read and write them so
  * (tdm_backend_kind_has_bn_bf16_input(), tdm_backend_kind_has_bf16_blocks()), unless

@@ -143,13 +143,13 @@ tdm_memory_workspace_plan(const TdmConfig *cfg, const TdmNetwork *net, int repli
   return g_strdup_printf("net=%s in=%dx%dx%d classes=%d precision=%s exact=%d/%d batch=%d "
                          "accumulate=%d replica=%d/%d shard=%d capacity=%d eval=%d "
                          "train=%d test=%d freeze=%s conv=%s cudnn=%s bf16-activations=%d "
-                         "chunk=%zu",
+                         "bn-store=%zu chunk=%zu",
                          cfg->network, net->in_h, net->in_w, net->in_c, net->classes,
                          tdm_precision_name(cfg->precision), cfg->exact, cfg->exact_chunk,
                          cfg->batch, cfg->accumulate, replica, world,
-                         shard_of(cfg, world, replica), capacity, eval, train_count,
-                         test_count, freeze, conv != NULL ? conv : "",
-                         cudnn != NULL ? cudnn : "", tdm_replica_bf16_activations(),
+                         shard_of(cfg, world, replica), capacity, eval, train_count, test_count,
+                         freeze, conv != NULL ? conv : "", cudnn != NULL ? cudnn : "",
+                         tdm_replica_bf16_activations(), tdm_replica_bn_store(capacity),
                          tdm_conv_chunk_bytes(cfg->precision));
 }
 

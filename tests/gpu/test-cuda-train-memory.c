@@ -132,6 +132,17 @@ test_memory_estimate(void)
       check_memory_estimate(BOTTLENECK_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
                             TDM_PRECISION_BF16, again);
     }
+    /* Every bn output a conv reads stored for it (TANDEM_BN_STORE): the estimate counts
+     * the buffers the replicas allocate; a run again starts from the workspace remembered
+     * for the store (its key names it), not the one without. */
+    g_assert_true(g_setenv("TANDEM_BN_STORE", "all", TRUE));
+    for (int again = 0; again < 2; again++) {
+      check_memory_estimate(BLOCKS16_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
+      check_memory_estimate(BOTTLENECK_NETWORK, devices[d], TDM_STRATEGY_ALLREDUCE,
+                            TDM_PRECISION_BF16, again);
+    }
+    g_unsetenv("TANDEM_BN_STORE");
   }
 }
 

@@ -7,7 +7,8 @@
  * (test-cuda-train-inference.c), the memory plan and its estimate
  * (test-cuda-train-memory.c), the column workspace (test-cuda-train-workspace.c), the
  * networks' accuracy (test-cuda-train-accuracy.c), the block start's bn sums
- * (test-cuda-train-start-sums.c). Skips with a message where no CUDA
+ * (test-cuda-train-start-sums.c), a bn's output stored for its conv
+ * (test-cuda-train-bn-store.c). Skips with a message where no CUDA
  * GPU is present. */
 #include "tdm-backend.h"
 #include "tdm-config.h"
@@ -447,5 +448,6 @@ main(int argc, char **argv)
   test_cuda_train_add_workspace();
   test_cuda_train_add_accuracy();
   test_cuda_train_add_start_sums();
+  test_cuda_train_add_bn_store();
   return g_test_run();
 }

@@ -97,3 +97,5 @@ void test_cuda_train_add_workspace (void);
 void test_cuda_train_add_accuracy (void);
 /* test-cuda-train-start-sums.c's: the block start's bn sums train to the same bits. */
 void test_cuda_train_add_start_sums (void);
+/* test-cuda-train-bn-store.c's: a bn's output stored for its conv trains as the prologue. */
+void test_cuda_train_add_bn_store (void);

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* test-bn-store.c — a bn's output stored as bf16 for the conv after it
+ * (TANDEM_BN_STORE, tdm_replica_bn_store()) instead of normalized by that conv as it
+ * reads it: bf16 runs on CPU workers train to the same bits with every such output
+ * stored, some of them (a threshold) or none, frozen bns included; the plan's
+ * activations grow by exactly the stored buffers and nothing else moves; a malformed
+ * value is warned about and read as unset. The prologue's own operations are
+ * test-backend-cpu-bf16.c's. */
+#include "replica-step.h"
+#include "synthetic-idx.h"
+#include "tdm-backend.h"
+#include "tdm-dataset.h"
+#include "tdm-network.h"
+#include "tdm-replica-private.h"
+#include "tdm-replica.h"
+#include "tdm-trainer.h"
+
+#include <string.h>
+
+/* The runs' dataset: the synthetic set's images as IDX files, 1,000 to train on. */
+static char *dataset;
+
+/* Basic blocks whose inner bns feed a 3×3 conv (two eligible: 28×28×32 and 14×14×64,
+ * 3.06 and 1.53 MiB as bf16 at batch 64, so a threshold of 2 MiB stores the second
+ * only), and bottlenecks (each block's two inner bns feed a conv). */
+static const char basic_net[] = "conv32k3p1,bn,relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,"
+                                "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10";
+static const char bottleneck_net[] =
+    "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10";
+/* A conv after the stem's bn: the first trained conv reads a frozen bn's output. */
+static const char frozen_net[] = "conv8k3p1,bn,relu,conv8k3p1,bn,relu,"
+                                 "res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,conv16k3s2p1,bn,"
+                                 "relu,gap,fc10";
+
+/* Sets TANDEM_BN_STORE (NULL: unset). */
+static void
+set_store(const char *value)
+{
+  if (value == NULL)
+    g_unsetenv("TANDEM_BN_STORE");
+  else
+    g_assert_true(g_setenv("TANDEM_BN_STORE", value, TRUE));
+}
+
+/* The parameters after `steps` bf16 SGD steps of `network` on `devices` at batch 64,
+ * TANDEM_BN_STORE set to `store` while the trainer makes its replicas. */
+static float *
+train(const char *network, const char *devices, const char *const *freeze, const char *store,
+      size_t *count)
+{
+  g_autoptr(TdmConfig) cfg = tdm_config_new();
+  g_autoptr(GError) error = NULL;
+  g_free(cfg->dataset);
+  cfg->dataset = g_strdup(dataset);
+  g_free(cfg->network);
+  cfg->network = g_strdup(network);
+  g_assert_true(tdm_config_set_devices(cfg, devices, &error));
+  cfg->precision = TDM_PRECISION_BF16;
+  cfg->optimizer = TDM_OPTIMIZER_SGD;
+  cfg->lr = 0.05;
+  cfg->batch = 64;
+  cfg->max_steps = 3;
+  cfg->seed = 7;
+  if (freeze != NULL)
+    cfg->freeze = g_strdupv((char **)freeze);
+  set_store(store);
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  set_store(NULL);
+  g_assert_no_error(error);
+  const float *params = tdm_trainer_get_parameters(trainer, count);
+  g_assert_nonnull(params);
+  return g_memdup2(params, *count * sizeof(float));
+}
+
+/* How many of net's bns a replica of `capacity` samples stores for their conv with
+ * TANDEM_BN_STORE=store, and their bytes in the activation arena. */
+static int
+stored_bns(const TdmNetwork *net, const char *store, int capacity, size_t *bytes)
+{
+  set_store(store);
+  size_t bn_store = tdm_replica_bn_store(capacity);
+  set_store(NULL);
+  int count = 0;
+  *bytes = 0;
+  for (int i = 0; i < net->layer_count; i++)
+    if (bn_output_stored(net, i, TRUE, bn_store)) {
+      count++;
+      *bytes +=
+          arena_piece((size_t)capacity * layer_out_floats(&net->layers[i]) * sizeof(uint16_t));
+    }
+  return count;
+}
+
+/* The same bits with every eligible bn output stored, some (2 MiB: basic_net's second
+ * stage only) and none, on one worker and two; and with the stem's bn frozen, whose
+ * output the first trained conv reads (a buffer of its own where stored, else the free
+ * gradient region, computed again for the weight gradient). */
+static void
+test_same_bits(void)
+{
+  g_autoptr(TdmNetwork) basic = tdm_network_new(basic_net, 28, 28, 1, 10, NULL);
+  g_autoptr(TdmNetwork) bottleneck = tdm_network_new(bottleneck_net, 28, 28, 1, 10, NULL);
+  size_t bytes;
+  g_assert_cmpint(stored_bns(basic, "all", 64, &bytes), ==, 2);
+  g_assert_cmpint(stored_bns(basic, "2", 64, &bytes), ==, 1);
+  g_assert_cmpint(stored_bns(bottleneck, "all", 64, &bytes), ==, 6);
+  struct {
+    const char *net, *devices;
+    const char *const *freeze;
+  } runs[] = {
+      {basic_net, "cpu", NULL},
+      {basic_net, "cpu:2", NULL},
+      {bottleneck_net, "cpu", NULL},
+      {frozen_net, "cpu", (const char *const[]){"conv1", "bn1", NULL}},
+  };
+  const char *stores[] = {"all", "2", "0"};
+  for (guint k = 0; k < G_N_ELEMENTS(runs); k++) {
+    size_t n = 0;
+    g_autofree float *base = train(runs[k].net, runs[k].devices, runs[k].freeze, NULL, &n);
+    for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
+      size_t m = 0;
+      g_autofree float *p = train(runs[k].net, runs[k].devices, runs[k].freeze, stores[s], &m);
+      g_assert_cmpuint(m, ==, n);
+      size_t differ = 0;
+      for (size_t i = 0; i < n; i++)
+        differ += memcmp(&base[i], &p[i], sizeof(float)) != 0;
+      g_test_message("%s on %s%s, TANDEM_BN_STORE=%s: %zu of %zu parameters differ from "
+                     "no store",
+                     runs[k].net, runs[k].devices,
+                     runs[k].freeze != NULL ? ", stem frozen" : "", stores[s], differ, n);
+      g_assert_cmpuint(differ, ==, 0);
+    }
+  }
+}
+
+/* The plan: unset and 0 give the same plan; `all` and a threshold grow the activations
+ * by exactly the stored outputs' arena pieces (capacity × out × 2 bytes each, from the
+ * layers' shapes), and leave everything else as it was but the inference pass's excess
+ * over the activations, on both kinds of backend; a float32 run stores nothing. */
+static void
+test_plan(void)
+{
+  const struct {
+    const char *spec;
+    int capacity;
+    const char *threshold; /* stores some, not all */
+  } nets[] = {{basic_net, 64, "2"}, {bottleneck_net, 1024, "2"}};
+  TdmBackendKind kinds[] = {TDM_BACKEND_CPU, TDM_BACKEND_CUDA};
+  for (guint k = 0; k < G_N_ELEMENTS(nets); k++) {
+    g_autoptr(TdmNetwork) net = tdm_network_new(nets[k].spec, 28, 28, 1, 10, NULL);
+    g_assert_nonnull(net);
+    int cap = nets[k].capacity;
+    for (guint d = 0; d < G_N_ELEMENTS(kinds); d++) {
+      TdmReplicaPlan today = tdm_replica_plan(net, kinds[d], TDM_PRECISION_BF16, cap, 100);
+      set_store("0");
+      TdmReplicaPlan zero = tdm_replica_plan(net, kinds[d], TDM_PRECISION_BF16, cap, 100);
+      set_store(NULL);
+      g_assert_true(memcmp(&today, &zero, sizeof today) == 0);
+      const char *stores[] = {"all", nets[k].threshold};
+      size_t all_bytes = 0;
+      for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
+        size_t bytes;
+        int count = stored_bns(net, stores[s], cap, &bytes);
+        g_assert_cmpint(count, >, 0);
+        set_store(stores[s]);
+        TdmReplicaPlan p = tdm_replica_plan(net, kinds[d], TDM_PRECISION_BF16, cap, 100);
+        TdmReplicaPlan p32 = tdm_replica_plan(net, kinds[d], TDM_PRECISION_FP32, cap, 100);
+        set_store(NULL);
+        g_test_message("%s, %s, batch %d, TANDEM_BN_STORE=%s: %d bn outputs stored, "
+                       "%zu bytes more activations",
+                       nets[k].spec, kinds[d] == TDM_BACKEND_CPU ? "cpu" : "cuda", cap,
+                       stores[s], count, bytes);
+        g_assert_cmpuint(p.activations, ==, today.activations + bytes);
+        g_assert_cmpuint(p.parameters, ==, today.parameters);
+        g_assert_cmpuint(p.gradients, ==, today.gradients);
+        g_assert_cmpuint(p.columns, ==, today.columns);
+        g_assert_cmpuint(p.workspace, ==, today.workspace);
+        g_assert_cmpuint(p.activations + p.inference, >=, today.activations + today.inference);
+        TdmReplicaPlan f32 = tdm_replica_plan(net, kinds[d], TDM_PRECISION_FP32, cap, 100);
+        g_assert_true(memcmp(&p32, &f32, sizeof f32) == 0);
+        if (s == 0)
+          all_bytes = bytes;
+        else
+          g_assert_cmpuint(bytes, <, all_bytes);
+      }
+    }
+  }
+}
+
+/* A replica made with TANDEM_BN_STORE=all keeps, after a step, each eligible bn's output
+ * in a bf16 buffer of its own, which the conv after it reads as its stored input (the bn
+ * leaves nothing to it: no prologue), written by the bn's forward (a ReLU's values: none
+ * negative, some positive; /bn-store/same-bits says they are the prologue's bits). One
+ * made without leaves every such output to its conv. */
+static void
+test_replica(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(bottleneck_net, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  const int n = 12;
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 7, params);
+  const char *stores[] = {NULL, "all"};
+  for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
+    TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+    g_assert_no_error(error);
+    set_store(stores[s]);
+    TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
+    set_store(NULL);
+    g_assert_no_error(error);
+    g_assert_true(r->stores_bf16);
+    /* The arena is what the plan counts. */
+    set_store(stores[s]);
+    TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n);
+    set_store(NULL);
+    g_assert_cmpuint(r->arena_bytes, ==, p.activations + p.inference);
+    g_autofree float *grads = replica_step_gradients(r, params, n);
+    int eligible = 0;
+    for (int i = 0; i < net->layer_count; i++) {
+      if (!bn_output_to_conv(net, i, TRUE))
+        continue;
+      eligible++;
+      gboolean stored = stores[s] != NULL;
+      g_assert_cmpint(bn_output_stored(net, i, TRUE, r->bn_store), ==, stored);
+      g_assert_cmpint(bn_output_left_to_next(r, i, n, MODE_TRAIN), ==, !stored);
+      g_assert_cmpint(act_type(r, i + 1), ==, stored ? TDM_DTYPE_BF16 : TDM_DTYPE_F32);
+      if (!stored) {
+        g_assert_null(r->acts[i + 1]);
+        continue;
+      }
+      g_assert_nonnull(r->acts[i + 1]);
+      size_t count = (size_t)n * layer_out_floats(&net->layers[i]);
+      const uint16_t *y16 = (const uint16_t *)r->acts[i + 1];
+      size_t positive = 0;
+      for (size_t e = 0; e < count; e++) {
+        g_assert_cmpuint(y16[e] & 0x8000u, ==, 0);
+        positive += y16[e] != 0;
+      }
+      g_assert_cmpuint(positive, >, 0);
+    }
+    g_assert_cmpint(eligible, ==, 6);
+    tdm_replica_free(r);
+    tdm_backend_free(b);
+  }
+}
+
+/* A value that is neither 0, all nor a whole number of MiB: one warning that names the
+ * variable and the value (once however often a plan reads it), then the plan of unset. */
+static void
+test_malformed(void)
+{
+  g_autoptr(TdmNetwork) net = tdm_network_new(basic_net, 28, 28, 1, 10, NULL);
+  TdmReplicaPlan today = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
+  const char *bad[] = {"lots", "32MiB", "-1", "1.5"};
+  for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
+    g_autofree char *pattern = g_strdup_printf("*TANDEM_BN_STORE=\"%s\"*", bad[k]);
+    g_test_expect_message("Tandem-Model", G_LOG_LEVEL_WARNING, pattern);
+    set_store(bad[k]);
+    TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
+    TdmReplicaPlan again = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
+    g_assert_cmpuint(tdm_replica_bn_store(64), ==, 0);
+    set_store(NULL);
+    g_test_assert_expected_messages();
+    g_assert_true(memcmp(&today, &p, sizeof p) == 0);
+    g_assert_true(memcmp(&today, &again, sizeof p) == 0);
+  }
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_unsetenv("TANDEM_BN_STORE");
+  g_test_add_func("/bn-store/same-bits", test_same_bits);
+  g_test_add_func("/bn-store/replica", test_replica);
+  g_test_add_func("/bn-store/plan", test_plan);
+  g_test_add_func("/bn-store/malformed", test_malformed);
+  dataset = test_synthetic_idx_new(0, 1000, 200);
+  int status = g_test_run();
+  test_remove_synthetic_idx(dataset);
+  return status;
+}
