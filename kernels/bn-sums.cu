@@ -17,6 +17,7 @@
  */
 #include "tdm-kernels.h"
 #include "tdm-bn-moments.h"
+#include "tdm-relu-bits.h"
 #include "common.cuh"
 #include "bn-layout.cuh"
 #include "bn-value.cuh"
@@ -103,18 +104,10 @@ bn_widen_row(float *v, const BnRow<V, uint16_t> &r)
         (unsigned short)(j % 2 == 0 ? r.w[j / 2] & 0xffffu : r.w[j / 2] >> 16)));
 }
 
-/* A row's V bits of the mask from element at on: V channels at a multiple of V (V
- * dividing the channels and 32) are bits of one word, which the warp's threads share:
- * an eighth of a byte an element where the bf16 output it stands for was two. */
-template <typename X, typename D>
-__device__ __forceinline__ unsigned
-bn_start_bits(const BnSumArgs<X, D> &a, size_t at)
-{
-  return a.mask[at / 32] >> (at % 32);
-}
-
 /* The block start's inputs for one row (SUM_START): a (in dy), the skip and the mask's
- * bits, packed as loaded. A batch's rows are all loaded before its first dx store: a
+ * bits (a row's V channels start at a multiple of V, V dividing the channels and 32:
+ * V bits of one word, tdm_relu_bits_from(), which the warp's threads share; an eighth
+ * of a byte an element where the bf16 output it stands for was two), packed as loaded. A batch's rows are all loaded before its first dx store: a
  * load issued after a store waits behind it, the compiler being unable to move it past
  * one (dx may be a or the skip). A bf16 a with neither is a copy: nothing more to load. */
 template <int V, typename D>
@@ -130,7 +123,7 @@ struct BnStartRow {
       if (a.skip != NULL)
         s.load(a.skip + at, a.aligned);
       if (a.mask != NULL)
-        m = bn_start_bits(a, at);
+        m = tdm_relu_bits_from(a.mask, at);
     }
   }
 };
@@ -166,7 +159,7 @@ bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at, const BnStartRow<V, 
         v[j] = v[j] + t[j];
     }
     if (a.mask != NULL) {
-      unsigned m = r != NULL ? r->m : bn_start_bits(a, at);
+      unsigned m = r != NULL ? r->m : tdm_relu_bits_from(a.mask, at);
       for (int j = 0; j < V; j++)
         v[j] = m >> j & 1u ? v[j] : 0.0f;
     }

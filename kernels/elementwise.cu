@@ -317,14 +317,6 @@ add_out_bf16_bits_kernel(uint16_t *y, const float *a, const X *x, size_t n, bool
   }
 }
 
-/* The mask's bits from element e on, within e's word: V consecutive elements at a
- * multiple of V (V dividing 32) are bits 0 to V − 1 of it. */
-__device__ __forceinline__ unsigned
-relu_bits_from(const uint32_t *mask, size_t e)
-{
-  return mask[e / 32] >> (e % 32);
-}
-
 /* dx = the mask's bit ? dy : 0 (the block end's ReLU, its mask as bits; `first` is dx[0]'s
  * element), dy and dx each float32 or bf16 (DX, DY): a residual block's end in
  * backward, its gradient read and written in the type it is kept in (dx may be dy
@@ -337,7 +329,7 @@ relu_backward_bf16_kernel(DX *dx, const DY *dy, const uint32_t *mask, size_t fir
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n / V; i += stride) {
     float vd[V];
     tdm_k_vec<V>::load(vd, dy + i * V);
-    unsigned m = relu_bits_from(mask, first + i * V);
+    unsigned m = tdm_relu_bits_from(mask, first + i * V);
     for (int j = 0; j < V; j++)
       vd[j] = m >> j & 1u ? vd[j] : 0.0f;
     tdm_k_vec<V>::store(dx + i * V, vd);
@@ -360,7 +352,7 @@ add_relu_backward_bf16_kernel(uint16_t *dx, const A *a, const X *x, const uint32
     tdm_k_vec<V>::load(va, a + i * V);
     tdm_k_vec<V>::load(vx, x + i * V);
     /* No mask: every value kept. */
-    unsigned m = mask != NULL ? relu_bits_from(mask, first + i * V) : ~0u;
+    unsigned m = mask != NULL ? tdm_relu_bits_from(mask, first + i * V) : ~0u;
     for (int j = 0; j < V; j++)
       va[j] = m >> j & 1u ? va[j] + vx[j] : 0.0f;
     tdm_k_vec<V>::store(dx + i * V, va);

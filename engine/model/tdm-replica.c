@@ -39,6 +39,16 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
 
 /* The next piece of `bytes` of the activation arena from *at (tdm_replica_plan()'s
  * order: the input, then each layer's training_pieces()). */
+/* Layer i's buffers as replica r keeps them: tdm_replica_buffers_of()'s, with a bn's
+ * output stored where r stores it (with_bn_store()). The plan sizes by the same rule. */
+static TdmLayerBuffers
+replica_buffers(const TdmReplica *r, int i)
+{
+  const TdmBackend *b = r->backend;
+  return with_bn_store(r->net, i, r->stores_bf16, r->bn_store,
+                       tdm_replica_buffers_of(r->net, i, b->kind, b->precision, r->stores_bf16));
+}
+
 static void *
 arena_take(TdmReplica *r, size_t *at, size_t bytes)
 {
@@ -95,9 +105,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   size_t arena = arena_piece((size_t)capacity * net->in_h * net->in_w * net->in_c *
                              sizeof(float));
   for (int i = 0; i < n; i++) {
-    TdmLayerBuffers buf =
-        with_bn_store(net, i, r->stores_bf16, r->bn_store,
-                      tdm_replica_buffers_of(net, i, b->kind, b->precision, r->stores_bf16));
+    TdmLayerBuffers buf = replica_buffers(r, i);
     arena += training_pieces(&buf, (size_t)capacity);
   }
   arena = MAX(arena,
@@ -128,9 +136,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   }
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
-    TdmLayerBuffers buf =
-        with_bn_store(net, i, r->stores_bf16, r->bn_store,
-                      tdm_replica_buffers_of(net, i, b->kind, b->precision, r->stores_bf16));
+    TdmLayerBuffers buf = replica_buffers(r, i);
     /* In the arena in training_pieces()'s order. */
     if (buf.output > 0)
       r->acts[i + 1] =

@@ -32,11 +32,20 @@ tdm_relu_bit(uint16_t h)
   return (unsigned)(uint16_t)(h - 1u) < 0x7f80u;
 }
 
+/* The bits from element e on, within e's word: bit j is element e + j's, for j below
+ * 32 − e % 32 (V consecutive elements at a multiple of V, V dividing 32, are bits 0 to
+ * V − 1: one load for a kernel's V elements). */
+TDM_RELU_BITS_FN unsigned
+tdm_relu_bits_from(const uint32_t *bits, size_t e)
+{
+  return bits[e / 32] >> (e % 32);
+}
+
 /* Element e's bit. */
 TDM_RELU_BITS_FN unsigned
 tdm_relu_bit_at(const uint32_t *bits, size_t e)
 {
-  return bits[e / 32] >> (e % 32) & 1u;
+  return tdm_relu_bits_from(bits, e) & 1u;
 }
 
 /* The mask of n bf16 values y into bits (the last word's bits past n zero). */
