@@ -3,6 +3,7 @@
  * stdout and as one JSON file; the sweep itself is bench-cudnn-knobs.c's.
  */
 #include "bench-cudnn-knobs.h"
+#include "tdm-json.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -103,28 +104,11 @@ sweep_print(const Sweep *sw, const char *output)
 }
 
 static void
-json_number(JsonBuilder *jb, const char *name, double value)
-{
-  json_builder_set_member_name(jb, name);
-  if (isfinite(value))
-    json_builder_add_double_value(jb, value);
-  else
-    json_builder_add_null_value(jb);
-}
-
-static void
-json_int(JsonBuilder *jb, const char *name, gint64 value)
-{
-  json_builder_set_member_name(jb, name);
-  json_builder_add_int_value(jb, value);
-}
-
-static void
 json_knobs(JsonBuilder *jb, GArray *knobs)
 {
   json_builder_begin_object(jb);
   for (guint i = 0; i < knobs->len; i++)
-    json_int(jb, knob_name(g_array_index(knobs, Knob, i).type),
+    tdm_json_set_int(jb, knob_name(g_array_index(knobs, Knob, i).type),
              g_array_index(knobs, Knob, i).value);
   json_builder_end_object(jb);
 }
@@ -134,26 +118,25 @@ json_sweep(JsonBuilder *jb, const Sweep *sw)
 {
   double flops = flops_of(&sw->s);
   json_builder_begin_object(jb);
-  json_builder_set_member_name(jb, "shape");
-  json_builder_add_string_value(jb, sw->key);
-  json_number(jb, "flops", flops);
-  json_int(jb, "refused", sw->refused);
-  json_int(jb, "did_not_run", sw->failed);
-  json_int(jb, "over_workspace", sw->by_workspace);
-  json_int(jb, "left_out_by_notes", sw->by_notes);
+  tdm_json_set_string(jb, "shape", sw->key);
+  tdm_json_set_double(jb, "flops", flops);
+  tdm_json_set_int(jb, "refused", sw->refused);
+  tdm_json_set_int(jb, "did_not_run", sw->failed);
+  tdm_json_set_int(jb, "over_workspace", sw->by_workspace);
+  tdm_json_set_int(jb, "left_out_by_notes", sw->by_notes);
   json_builder_set_member_name(jb, "cut_by_budget");
   json_builder_add_boolean_value(jb, sw->cut);
   const Timed *heur = fastest(sw, TRUE), *best = fastest(sw, FALSE);
-  json_number(jb, "heuristics_best_ms", heur != NULL ? heur->ms : NAN);
-  json_number(jb, "best_ms", best != NULL ? best->ms : NAN);
-  json_number(jb, "speedup", heur != NULL && best != NULL ? heur->ms / best->ms : NAN);
+  tdm_json_set_double(jb, "heuristics_best_ms", heur != NULL ? heur->ms : NAN);
+  tdm_json_set_double(jb, "best_ms", best != NULL ? best->ms : NAN);
+  tdm_json_set_double(jb, "speedup", heur != NULL && best != NULL ? heur->ms / best->ms : NAN);
   json_builder_set_member_name(jb, "engines");
   json_builder_begin_array(jb);
   for (guint i = 0; i < sw->engines->len; i++) {
     const Engine *e = g_ptr_array_index(sw->engines, i);
     json_builder_begin_object(jb);
-    json_int(jb, "engine", e->engine);
-    json_int(jb, "tried", e->tried);
+    tdm_json_set_int(jb, "engine", e->engine);
+    tdm_json_set_int(jb, "tried", e->tried);
     json_builder_set_member_name(jb, "heuristics_knobs");
     json_knobs(jb, e->base);
     json_builder_set_member_name(jb, "knobs");
@@ -161,11 +144,10 @@ json_sweep(JsonBuilder *jb, const Sweep *sw)
     for (guint r = 0; r < e->ranges->len; r++) {
       const Range *range = &g_array_index(e->ranges, Range, r);
       json_builder_begin_object(jb);
-      json_builder_set_member_name(jb, "type");
-      json_builder_add_string_value(jb, knob_name(range->type));
-      json_int(jb, "min", range->min);
-      json_int(jb, "max", range->max);
-      json_int(jb, "stride", range->stride);
+      tdm_json_set_string(jb, "type", knob_name(range->type));
+      tdm_json_set_int(jb, "min", range->min);
+      tdm_json_set_int(jb, "max", range->max);
+      tdm_json_set_int(jb, "stride", range->stride);
       json_builder_end_object(jb);
     }
     json_builder_end_array(jb);
@@ -177,15 +159,14 @@ json_sweep(JsonBuilder *jb, const Sweep *sw)
   for (guint i = 0; i < sw->timed->len; i++) {
     const Timed *t = g_ptr_array_index(sw->timed, i);
     json_builder_begin_object(jb);
-    json_int(jb, "engine", t->engine);
-    json_builder_set_member_name(jb, "origin");
-    json_builder_add_string_value(jb, t->origin);
+    tdm_json_set_int(jb, "engine", t->engine);
+    tdm_json_set_string(jb, "origin", t->origin);
     json_builder_set_member_name(jb, "knobs");
     json_knobs(jb, t->knobs);
-    json_number(jb, "ms", t->ms);
-    json_number(jb, "tflops", flops / (t->ms * 1e-3) / 1e12);
-    json_int(jb, "workspace", t->workspace);
-    json_number(jb, "error", t->error);
+    tdm_json_set_double(jb, "ms", t->ms);
+    tdm_json_set_double(jb, "tflops", flops / (t->ms * 1e-3) / 1e12);
+    tdm_json_set_int(jb, "workspace", t->workspace);
+    tdm_json_set_double(jb, "error", t->error);
     json_builder_end_object(jb);
   }
   json_builder_end_array(jb);
@@ -197,29 +178,27 @@ sweeps_write_json(const char *path, const Sweep *sweeps, int count, const Setup 
 {
   g_autoptr(JsonBuilder) jb = json_builder_new();
   json_builder_begin_object(jb);
-  json_builder_set_member_name(jb, "device");
-  json_builder_add_string_value(jb, setup->device);
-  json_int(jb, "cudnn_version", (gint64)setup->cudnn_version);
-  json_builder_set_member_name(jb, "output");
-  json_builder_add_string_value(jb, setup->output);
-  json_number(jb, "budget_s", setup->budget);
-  json_int(jb, "engines", setup->engines);
-  json_int(jb, "max_plans", setup->max_plans);
+  tdm_json_set_string(jb, "device", setup->device);
+  tdm_json_set_int(jb, "cudnn_version", (gint64)setup->cudnn_version);
+  tdm_json_set_string(jb, "output", setup->output);
+  tdm_json_set_double(jb, "budget_s", setup->budget);
+  tdm_json_set_int(jb, "engines", setup->engines);
+  tdm_json_set_int(jb, "max_plans", setup->max_plans);
   json_builder_set_member_name(jb, "runtime_compiled");
   json_builder_add_boolean_value(jb, setup->runtime);
-  json_number(jb, "error_flag", ERROR_FLAG);
+  tdm_json_set_double(jb, "error_flag", ERROR_FLAG);
   json_builder_set_member_name(jb, "shapes");
   json_builder_begin_array(jb);
   for (int i = 0; i < count; i++)
     json_sweep(jb, &sweeps[i]);
   json_builder_end_array(jb);
   json_builder_end_object(jb);
-  g_autoptr(JsonGenerator) gen = json_generator_new();
+  /* tdm_json_to_string(): json-glib 1.6 writes 1e-08 as "1e-08.0", which no parser takes
+   * (and a plan's error is often that small). */
   g_autoptr(JsonNode) root = json_builder_get_root(jb);
-  json_generator_set_root(gen, root);
-  json_generator_set_pretty(gen, TRUE);
+  g_autofree char *text = tdm_json_to_string(root);
   g_autoptr(GError) error = NULL;
-  if (!json_generator_to_file(gen, path, &error)) {
+  if (!g_file_set_contents(path, text, -1, &error)) {
     fprintf(stderr, "%s\n", error->message);
     return FALSE;
   }

@@ -152,34 +152,58 @@ config_key(int64_t engine, GArray *knobs)
 
 /* ---- cuDNN's descriptors ------------------------------------------------------------ */
 
+/* The knob descriptors (choices or infos: `type`) that attribute `name` of d lists, in
+ * a[0 .. the count returned); a has room for CUDNN_KNOB_TYPE_COUNTS, all made here, each
+ * to be destroyed with unlist(). */
+static int
+list_knobs(Bench *bk, cudnnBackendDescriptor_t d, int name, int type,
+           cudnnBackendDescriptor_t *a)
+{
+  int made = 0;
+  while (made < CUDNN_KNOB_TYPE_COUNTS &&
+         bk->dnn->create_descriptor(type, &a[made]) == CUDNN_STATUS_SUCCESS)
+    made++;
+  int64_t count = 0;
+  if (made < CUDNN_KNOB_TYPE_COUNTS ||
+      bk->dnn->get_attribute(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, made, &count, a) !=
+          CUDNN_STATUS_SUCCESS)
+    count = 0;
+  for (int i = made; i < CUDNN_KNOB_TYPE_COUNTS; i++)
+    a[i] = NULL;
+  return (int)CLAMP(count, 0, made);
+}
+
+static void
+unlist(Bench *bk, cudnnBackendDescriptor_t *a)
+{
+  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; i++)
+    if (a[i] != NULL)
+      bk->dnn->destroy_descriptor(a[i]);
+}
+
+/* Attribute `name` of d, one value of `type`, in *value; FALSE when cuDNN does not say. */
+static gboolean
+one(Bench *bk, cudnnBackendDescriptor_t d, int name, int type, void *value)
+{
+  int64_t got = 0;
+  return bk->dnn->get_attribute(d, name, type, 1, &got, value) == CUDNN_STATUS_SUCCESS;
+}
+
 /* The knob choices of an engine configuration, by type. */
 static GArray *
 choices_of(Bench *bk, cudnnBackendDescriptor_t cfg)
 {
-  const TdmCudnn *dnn = bk->dnn;
   GArray *knobs = g_array_new(FALSE, FALSE, sizeof(Knob));
   cudnnBackendDescriptor_t d[CUDNN_KNOB_TYPE_COUNTS] = {NULL};
-  int made = 0;
-  while (made < CUDNN_KNOB_TYPE_COUNTS &&
-         dnn->create_descriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &d[made]) ==
-             CUDNN_STATUS_SUCCESS)
-    made++;
-  int64_t count = 0;
-  if (made == CUDNN_KNOB_TYPE_COUNTS &&
-      dnn->get_attribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                         made, &count, d) == CUDNN_STATUS_SUCCESS) {
-    for (int64_t i = 0; i < MIN(count, made); i++) {
-      int64_t got = 0;
-      Knob k = {-1, 0};
-      if (dnn->get_attribute(d[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
-                             &got, &k.type) == CUDNN_STATUS_SUCCESS &&
-          dnn->get_attribute(d[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &got,
-                             &k.value) == CUDNN_STATUS_SUCCESS)
-        g_array_append_val(knobs, k);
-    }
+  int count = list_knobs(bk, cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                         CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, d);
+  for (int i = 0; i < count; i++) {
+    Knob k = {-1, 0};
+    if (one(bk, d[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, &k.type) &&
+        one(bk, d[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, &k.value))
+      g_array_append_val(knobs, k);
   }
-  for (int i = 0; i < made; i++)
-    dnn->destroy_descriptor(d[i]);
+  unlist(bk, d);
   g_array_sort(knobs, by_type);
   return knobs;
 }
@@ -188,34 +212,19 @@ choices_of(Bench *bk, cudnnBackendDescriptor_t cfg)
 static GArray *
 ranges_of(Bench *bk, cudnnBackendDescriptor_t engine)
 {
-  const TdmCudnn *dnn = bk->dnn;
   GArray *ranges = g_array_new(FALSE, FALSE, sizeof(Range));
   cudnnBackendDescriptor_t d[CUDNN_KNOB_TYPE_COUNTS] = {NULL};
-  int made = 0;
-  while (made < CUDNN_KNOB_TYPE_COUNTS &&
-         dnn->create_descriptor(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, &d[made]) ==
-             CUDNN_STATUS_SUCCESS)
-    made++;
-  int64_t count = 0;
-  if (made == CUDNN_KNOB_TYPE_COUNTS &&
-      dnn->get_attribute(engine, CUDNN_ATTR_ENGINE_KNOB_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                         made, &count, d) == CUDNN_STATUS_SUCCESS) {
-    for (int64_t i = 0; i < MIN(count, made); i++) {
-      int64_t got = 0;
-      Range r = {-1, 0, 0, 1};
-      if (dnn->get_attribute(d[i], CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &got,
-                             &r.type) == CUDNN_STATUS_SUCCESS &&
-          dnn->get_attribute(d[i], CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, CUDNN_TYPE_INT64, 1,
-                             &got, &r.min) == CUDNN_STATUS_SUCCESS &&
-          dnn->get_attribute(d[i], CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1,
-                             &got, &r.max) == CUDNN_STATUS_SUCCESS &&
-          dnn->get_attribute(d[i], CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1, &got,
-                             &r.stride) == CUDNN_STATUS_SUCCESS)
-        g_array_append_val(ranges, r);
-    }
+  int count = list_knobs(bk, engine, CUDNN_ATTR_ENGINE_KNOB_INFO,
+                         CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, d);
+  for (int i = 0; i < count; i++) {
+    Range r = {-1, 0, 0, 1};
+    if (one(bk, d[i], CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, &r.type) &&
+        one(bk, d[i], CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE, CUDNN_TYPE_INT64, &r.min) &&
+        one(bk, d[i], CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, &r.max) &&
+        one(bk, d[i], CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, &r.stride))
+      g_array_append_val(ranges, r);
   }
-  for (int i = 0; i < made; i++)
-    dnn->destroy_descriptor(d[i]);
+  unlist(bk, d);
   return ranges;
 }
 
