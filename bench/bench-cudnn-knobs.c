@@ -15,10 +15,11 @@
  * output checked against the heuristics' first plan's (‖x − ref‖₂ / ‖ref‖₂ on the GPU,
  * the engine's screen's measure; flagged "!" past 2^-6; the output is filled with NaN
  * before, so a plan that leaves part unwritten shows). A table per shape on stdout,
- * everything in --json FILE. --budget seconds are shared out over the shapes and, in
- * each, over its engines; what is timed when one runs out is printed. Run by hand on a
- * GPU machine (record numbers in NOTES.md); exits 77 without a GPU or cuDNN. Not a
- * test, and nothing here changes what the engine chooses.
+ * everything in --json FILE (both bench-cudnn-knobs-report.c's). --budget seconds are
+ * shared out over the shapes and, in each, over its engines; what is timed when one
+ * runs out is printed. Run by hand on a GPU machine (record numbers in NOTES.md); exits
+ * 77 without a GPU or cuDNN. Not a test, and nothing here changes what the engine
+ * chooses.
  *   usage: bench-cudnn-knobs [--shape "fwd n128 h128 w128 c64 o64 k3 p1 s1"]…
  *          [--engines 6] [--max-plans 150] [--budget 150] [--out h|f] [--runtime]
  *          [--json FILE]
@@ -41,7 +42,7 @@
 
 #define KNOB_VALUES_MAX 16
 #define PRODUCT_KNOBS 3
-#define PRODUCT_VALUES 4        /* a knob's best values in the product, beside the heuristics' */
+#define PRODUCT_VALUES 4        /* a knob's best values in the product, and its own */
 #define WORKSPACE_MAX ((int64_t)1 << 30)
 #define WARMUPS 3
 #define RUNS 20
@@ -262,10 +263,12 @@ engine_of(Bench *bk, cudnnBackendDescriptor_t cfg, int64_t *index, gboolean *acc
   return read;
 }
 
-/* A finalized plan and the descriptors it was built from (kept while it lives). */
+/* A finalized plan and, for one built here, the descriptors it was built from (kept
+ * while it lives, as the engine's plans keep theirs). */
 typedef struct {
   cudnnBackendDescriptor_t plan;
-  GPtrArray *made;
+  TdmCudnnBuild bd;
+  gboolean built;
 } Plan;
 
 static void
@@ -273,11 +276,9 @@ plan_clear(Bench *bk, Plan *p)
 {
   if (p->plan != NULL)
     bk->dnn->destroy_descriptor(p->plan);
-  for (guint i = 0; p->made != NULL && i < p->made->len; i++)
-    bk->dnn->destroy_descriptor(g_ptr_array_index(p->made, i));
-  if (p->made != NULL)
-    g_ptr_array_free(p->made, TRUE);
-  *p = (Plan){NULL, NULL};
+  if (p->built)
+    tdm_cudnn_build_end(&p->bd);
+  *p = (Plan){0};
 }
 
 /* The plan of configuration cfg; FALSE when cuDNN refuses it. */
@@ -307,40 +308,38 @@ static gboolean
 plan_with_knobs(Bench *bk, cudnnBackendDescriptor_t graph, int64_t index, GArray *knobs,
                 Plan *p)
 {
-  const TdmCudnn *dnn = bk->dnn;
-  p->made = g_ptr_array_new();
-  gboolean ok = TRUE;
-#define MAKE(d, type)                                                                    \
-  (ok = ok && dnn->create_descriptor((type), &(d)) == CUDNN_STATUS_SUCCESS,             \
-   ok ? (g_ptr_array_add(p->made, (d)), TRUE) : FALSE)
-#define SET(d, name, type, count, value)                                                 \
-  (ok = ok && dnn->set_attribute((d), (name), (type), (count), (value)) == CUDNN_STATUS_SUCCESS)
-#define FINALIZE(d) (ok = ok && dnn->finalize(d) == CUDNN_STATUS_SUCCESS)
-  cudnnBackendDescriptor_t engine = NULL, cfg = NULL;
-  MAKE(engine, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  SET(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
-  SET(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index);
-  FINALIZE(engine);
+  TdmCudnnBuild *bd = &p->bd;
+  tdm_cudnn_build_init(bd, bk->dnn);
+  p->built = TRUE;
+  cudnnBackendDescriptor_t engine = tdm_cudnn_build_make(bd, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  tdm_cudnn_build_set(bd, engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "engine's graph");
+  tdm_cudnn_build_set(bd, engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index,
+                      "engine's index");
+  tdm_cudnn_build_finalize(bd, engine, "engine");
   g_autofree cudnnBackendDescriptor_t *choices =
       g_new0(cudnnBackendDescriptor_t, MAX(knobs->len, 1));
-  for (guint i = 0; ok && i < knobs->len; i++) {
+  for (guint i = 0; i < knobs->len; i++) {
     Knob *k = &g_array_index(knobs, Knob, i);
-    MAKE(choices[i], CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
-    SET(choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &k->type);
-    SET(choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &k->value);
-    FINALIZE(choices[i]);
+    choices[i] = tdm_cudnn_build_make(bd, CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
+    tdm_cudnn_build_set(bd, choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE,
+                        1, &k->type, "knob's type");
+    tdm_cudnn_build_set(bd, choices[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1,
+                        &k->value, "knob's value");
+    tdm_cudnn_build_finalize(bd, choices[i], "knob choice");
   }
-  MAKE(cfg, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  SET(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine);
+  cudnnBackendDescriptor_t cfg = tdm_cudnn_build_make(bd, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  tdm_cudnn_build_set(bd, cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                      &engine, "configuration's engine");
   if (knobs->len > 0)
-    SET(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, knobs->len,
-        choices);
-  FINALIZE(cfg);
-#undef MAKE
-#undef SET
-#undef FINALIZE
-  if (ok && plan_of_cfg(bk, cfg, p))
+    tdm_cudnn_build_set(bd, cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                        CUDNN_TYPE_BACKEND_DESCRIPTOR, knobs->len, choices,
+                        "configuration's knobs");
+  tdm_cudnn_build_finalize(bd, cfg, "engine configuration");
+  if (bd->status == CUDNN_STATUS_SUCCESS && plan_of_cfg(bk, cfg, p))
     return TRUE;
+  g_debug("engine %" G_GINT64_FORMAT ": %s refused", index,
+          bd->what != NULL ? bd->what : "the plan");
   plan_clear(bk, p);
   return FALSE;
 }
@@ -489,7 +488,7 @@ try_knobs(Run *run, Engine *e, GArray *knobs, const char *origin)
       !g_hash_table_add(run->seen, config_key(e->engine, knobs)))
     return NULL;
   e->tried++;
-  Plan p = {NULL, NULL};
+  Plan p = {0};
   if (!plan_with_knobs(run->bk, run->graph, e->engine, knobs, &p)) {
     run->sw->refused++;
     return NULL;
@@ -589,7 +588,8 @@ heuristics(Bench *bk, cudnnBackendDescriptor_t graph, int mode, GPtrArray *cfgs,
 {
   const TdmCudnn *dnn = bk->dnn;
   cudnnBackendDescriptor_t heur = NULL;
-  if (dnn->create_descriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) != CUDNN_STATUS_SUCCESS)
+  if (dnn->create_descriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) !=
+      CUDNN_STATUS_SUCCESS)
     return FALSE;
   g_ptr_array_add(made, heur);
   int64_t count = 0;
@@ -723,7 +723,7 @@ sweep(Bench *bk, Sweep *sw, gint64 deadline)
       g_array_unref(ranges);
       continue;
     }
-    Plan p = {NULL, NULL};
+    Plan p = {0};
     Timed *t = NULL;
     if (plan_of_cfg(bk, cfg, &p))
       t = time_plan(bk, sw, &p, index, !have_reference);
@@ -822,7 +822,8 @@ main(int argc, char **argv)
   gboolean runtime = FALSE;
   GOptionEntry entries[] = {
     {"shape", 0, 0, G_OPTION_ARG_STRING_ARRAY, &shapes,
-     "A convolution as the engine keys it (repeatable)", "\"fwd n128 h128 w128 c64 o64 k3 p1 s1\""},
+     "A convolution as the engine keys it (repeatable)",
+     "\"fwd n128 h128 w128 c64 o64 k3 p1 s1\""},
     {"engines", 0, 0, G_OPTION_ARG_INT, &engines, "Distinct engines a shape (6)", "N"},
     {"max-plans", 0, 0, G_OPTION_ARG_INT, &max_plans, "Configurations an engine (150)", "N"},
     {"budget", 0, 0, G_OPTION_ARG_DOUBLE, &budget, "Seconds of sweeping in all (150)", "S"},
