@@ -229,9 +229,9 @@ ranges_of(Bench *bk, cudnnBackendDescriptor_t engine)
   return ranges;
 }
 
-/* A configuration's engine: its global index, whether the engine's rule accepts its
- * notes (runtime-compiled ones only with --runtime), and its knobs' ranges (where
- * `ranges` is not NULL). FALSE when cuDNN does not say. */
+/* A configuration's engine: its global index and whether the engine's rule accepts its
+ * notes (runtime-compiled ones only with --runtime); its knobs' ranges too where
+ * `ranges` is not NULL. FALSE when cuDNN does not say. */
 static gboolean
 engine_of(Bench *bk, cudnnBackendDescriptor_t cfg, int64_t *index, gboolean *accepted,
           GArray **ranges)
@@ -261,6 +261,45 @@ engine_of(Bench *bk, cudnnBackendDescriptor_t cfg, int64_t *index, gboolean *acc
   }
   dnn->destroy_descriptor(engine);
   return read;
+}
+
+/* Engine `index` of graph, made and finalized by bd (NULL once bd failed). */
+static cudnnBackendDescriptor_t
+engine_made(TdmCudnnBuild *bd, cudnnBackendDescriptor_t graph, int64_t index)
+{
+  cudnnBackendDescriptor_t engine = tdm_cudnn_build_make(bd, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  tdm_cudnn_build_set(bd, engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "engine's graph");
+  tdm_cudnn_build_set(bd, engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index,
+                      "engine's index");
+  tdm_cudnn_build_finalize(bd, engine, "engine");
+  return engine;
+}
+
+/* Engine `index`'s knobs' ranges, asked of the engine made anew for graph (as
+ * cudnn-frontend asks), else of the one configuration cfg names. */
+static GArray *
+engine_ranges(Bench *bk, cudnnBackendDescriptor_t graph, int64_t index,
+              cudnnBackendDescriptor_t cfg)
+{
+  TdmCudnnBuild bd;
+  tdm_cudnn_build_init(&bd, bk->dnn);
+  cudnnBackendDescriptor_t engine = engine_made(&bd, graph, index);
+  GArray *ranges = NULL;
+  if (bd.status == CUDNN_STATUS_SUCCESS)
+    ranges = ranges_of(bk, engine);
+  tdm_cudnn_build_end(&bd);
+  if (ranges == NULL || ranges->len == 0) {
+    int64_t again = -1;
+    gboolean accepted = FALSE;
+    GArray *other = NULL;
+    if (engine_of(bk, cfg, &again, &accepted, &other)) {
+      if (ranges != NULL)
+        g_array_unref(ranges);
+      ranges = other;
+    }
+  }
+  return ranges != NULL ? ranges : g_array_new(FALSE, FALSE, sizeof(Range));
 }
 
 /* A finalized plan and, for one built here, the descriptors it was built from (kept
@@ -311,12 +350,7 @@ plan_with_knobs(Bench *bk, cudnnBackendDescriptor_t graph, int64_t index, GArray
   TdmCudnnBuild *bd = &p->bd;
   tdm_cudnn_build_init(bd, bk->dnn);
   p->built = TRUE;
-  cudnnBackendDescriptor_t engine = tdm_cudnn_build_make(bd, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  tdm_cudnn_build_set(bd, engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
-                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "engine's graph");
-  tdm_cudnn_build_set(bd, engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &index,
-                      "engine's index");
-  tdm_cudnn_build_finalize(bd, engine, "engine");
+  cudnnBackendDescriptor_t engine = engine_made(bd, graph, index);
   g_autofree cudnnBackendDescriptor_t *choices =
       g_new0(cudnnBackendDescriptor_t, MAX(knobs->len, 1));
   for (guint i = 0; i < knobs->len; i++) {
@@ -708,21 +742,16 @@ sweep(Bench *bk, Sweep *sw, gint64 deadline)
     int r = rank[mode == CUDNN_HEUR_MODE_B]++;
     int64_t index = -1;
     gboolean accepted = FALSE;
-    GArray *ranges = NULL;
-    if (!engine_of(bk, cfg, &index, &accepted, &ranges))
+    if (!engine_of(bk, cfg, &index, &accepted, NULL))
       continue;
     Engine *e = engine_in(sw, index);
     if (!accepted || (e == NULL && (int)sw->engines->len >= bk->engines)) {
       sw->by_notes += !accepted;
-      g_clear_pointer(&ranges, g_array_unref);
       continue;
     }
     g_autoptr(GArray) knobs = choices_of(bk, cfg);
-    char *key = config_key(index, knobs);
-    if (!g_hash_table_add(seen, key)) {
-      g_array_unref(ranges);
+    if (!g_hash_table_add(seen, config_key(index, knobs)))
       continue;
-    }
     Plan p = {0};
     Timed *t = NULL;
     if (plan_of_cfg(bk, cfg, &p))
@@ -730,23 +759,19 @@ sweep(Bench *bk, Sweep *sw, gint64 deadline)
     else
       sw->refused++;
     plan_clear(bk, &p);
-    if (t == NULL) {
-      g_array_unref(ranges);
+    if (t == NULL)
       continue;
-    }
     have_reference = TRUE;
     t->origin = g_strdup_printf("%c:r%d", mode == CUDNN_HEUR_MODE_A ? 'A' : 'B', r);
     t->knobs = g_array_ref(knobs);
     if (e == NULL) {
       e = g_new0(Engine, 1);
       e->engine = index;
-      e->ranges = ranges;
+      e->ranges = engine_ranges(bk, graph, index, cfg);
       e->base = g_array_ref(knobs);
       e->base_ms = t->ms;
       e->tried = 1;
       g_ptr_array_add(sw->engines, e);
-    } else {
-      g_array_unref(ranges);
     }
     t->spelt = knobs_spelt(knobs, e->base);
     g_ptr_array_add(sw->timed, t);
