@@ -61,8 +61,25 @@ fastest(const Sweep *sw, gboolean heuristic)
   return best;
 }
 
+/* The summary line of a shape. */
 void
-sweep_print(const Sweep *sw, const char *output)
+sweep_summary(const Sweep *sw)
+{
+  double flops = flops_of(&sw->s);
+  const Timed *heur = fastest(sw, TRUE), *best = fastest(sw, FALSE);
+  if (heur != NULL && best != NULL)
+    printf("summary %s: heuristics' best %.4f ms (e%" G_GINT64_FORMAT " %s, %.1f TFLOP/s) vs "
+           "best found %.4f ms (e%" G_GINT64_FORMAT " %s %s, %.1f TFLOP/s): %.3f×%s\n",
+           sw->key, heur->ms, heur->engine, heur->origin, flops / (heur->ms * 1e-3) / 1e12,
+           best->ms, best->engine, best->origin, best->spelt, flops / (best->ms * 1e-3) / 1e12,
+           heur->ms / best->ms, sw->cut ? " (cut by the budget)" : "");
+  else
+    printf("summary %s: nothing timed%s%s\n", sw->key, sw->why_not != NULL ? ": " : "",
+           sw->why_not != NULL ? sw->why_not : "");
+}
+
+void
+sweep_print(const Sweep *sw, const char *output, int lines)
 {
   g_ptr_array_sort(sw->timed, by_ms);
   double flops = flops_of(&sw->s);
@@ -85,21 +102,21 @@ sweep_print(const Sweep *sw, const char *output)
   }
   printf("   %-6s %-8s %9s %8s %12s %9s  %s\n", "engine", "origin", "ms", "TFLOP/s",
          "workspace", "error", "knobs (* unlike the heuristics')");
+  int left_out = 0;
   for (guint i = 0; i < sw->timed->len; i++) {
     const Timed *t = g_ptr_array_index(sw->timed, i);
+    gboolean own = t->origin[0] == 'A' || t->origin[0] == 'B';
+    if (lines > 0 && (int)i >= lines && !own) {
+      left_out++;
+      continue;
+    }
     printf("   e%-5" G_GINT64_FORMAT " %-8s %9.4f %8.1f %12" G_GINT64_FORMAT " %9.2e%s %s\n",
            t->engine, t->origin, t->ms, flops / (t->ms * 1e-3) / 1e12, t->workspace, t->error,
            right(t) ? " " : "!", t->spelt);
   }
-  const Timed *heur = fastest(sw, TRUE), *best = fastest(sw, FALSE);
-  if (heur != NULL && best != NULL)
-    printf("summary %s: heuristics' best %.4f ms (e%" G_GINT64_FORMAT " %s, %.1f TFLOP/s) vs "
-           "best found %.4f ms (e%" G_GINT64_FORMAT " %s %s, %.1f TFLOP/s): %.3f×\n",
-           sw->key, heur->ms, heur->engine, heur->origin, flops / (heur->ms * 1e-3) / 1e12,
-           best->ms, best->engine, best->origin, best->spelt, flops / (best->ms * 1e-3) / 1e12,
-           heur->ms / best->ms);
-  else
-    printf("summary %s: nothing timed\n", sw->key);
+  if (left_out > 0)
+    printf("   (%d slower plans not shown: --lines 0 shows all, the JSON has them)\n", left_out);
+  sweep_summary(sw);
   fflush(stdout);
 }
 

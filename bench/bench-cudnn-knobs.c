@@ -14,15 +14,16 @@
  * runs, 20 runs each between CUDA events on the backend's stream, the median; its
  * output checked against the heuristics' first plan's (‖x − ref‖₂ / ‖ref‖₂ on the GPU,
  * the engine's screen's measure; flagged "!" past 2^-6; the output is filled with NaN
- * before, so a plan that leaves part unwritten shows). A table per shape on stdout,
- * everything in --json FILE (both bench-cudnn-knobs-report.c's). --budget seconds are
- * shared out over the shapes and, in each, over its engines; what is timed when one
- * runs out is printed. Run by hand on a GPU machine (record numbers in NOTES.md); exits
- * 77 without a GPU or cuDNN. Not a test, and nothing here changes what the engine
- * chooses.
+ * before, so a plan that leaves part unwritten shows). A table per shape on stdout
+ * (the fastest --lines plans and the heuristics' own), the summaries again at the end,
+ * everything in --json FILE (rewritten after each shape; both
+ * bench-cudnn-knobs-report.c's). --budget seconds are shared out over the shapes and,
+ * in each, over its engines; what is timed when one runs out is printed. Run by hand on
+ * a GPU machine (record numbers in NOTES.md); exits 77 without a GPU or cuDNN. Not a
+ * test, and nothing here changes what the engine chooses.
  *   usage: bench-cudnn-knobs [--shape "fwd n128 h128 w128 c64 o64 k3 p1 s1"]…
  *          [--engines 6] [--max-plans 150] [--budget 150] [--out h|f] [--runtime]
- *          [--json FILE]
+ *          [--lines 20] [--json FILE]
  *   A shape is written as the engine's conv keys are (words after the sizes, such as
  *   "bf16 y16", are ignored); without --shape: forward, dgrad and wgrad of
  *   n128 h128 w128 c64 o64, of n256 h64 w64 c64 o64, and of n128 h64 w64 c128 o128.
@@ -842,7 +843,7 @@ main(int argc, char **argv)
 {
   g_auto(GStrv) shapes = NULL;
   g_autofree char *json = NULL, *out = NULL;
-  int engines = 6, max_plans = 150;
+  int engines = 6, max_plans = 150, lines = 20;
   double budget = 150;
   gboolean runtime = FALSE;
   GOptionEntry entries[] = {
@@ -855,6 +856,8 @@ main(int argc, char **argv)
     {"out", 0, 0, G_OPTION_ARG_STRING, &out, "The output's type: h bf16 (default), f float32",
      "h|f"},
     {"runtime", 0, 0, G_OPTION_ARG_NONE, &runtime, "Runtime-compiled engines too", NULL},
+    {"lines", 0, 0, G_OPTION_ARG_INT, &lines,
+     "Plans a shape's table shows beside the heuristics' own (20; 0: all)", "N"},
     {"json", 0, 0, G_OPTION_ARG_FILENAME, &json, "Everything, as JSON", "FILE"},
     {NULL},
   };
@@ -928,15 +931,20 @@ main(int argc, char **argv)
          prop.name, bk.dnn->version / 10000, bk.dnn->version / 100 % 100, bk.dnn->version % 100,
          setup.output, bk.engines, bk.max_plans, budget);
 
+  int rc = 0;
   gint64 deadline = g_get_monotonic_time() + (gint64)(budget * G_USEC_PER_SEC);
   for (int i = 0; i < count; i++) {
     gint64 now = g_get_monotonic_time();
     sweep(&bk, &sweeps[i], now + MAX(deadline - now, 0) / (count - i));
-    sweep_print(&sweeps[i], setup.output);
+    sweep_print(&sweeps[i], setup.output, lines);
+    /* After each shape, so a run cut short (a plan that faults kills the process) leaves
+     * what it had. */
+    if (json != NULL && !sweeps_write_json(json, sweeps, i + 1, &setup))
+      rc = 1;
   }
-  int rc = 0;
-  if (json != NULL && !sweeps_write_json(json, sweeps, count, &setup))
-    rc = 1;
+  printf("== summaries\n");
+  for (int i = 0; i < count; i++)
+    sweep_summary(&sweeps[i]);
 
   for (int i = 0; i < count; i++) {
     g_ptr_array_unref(sweeps[i].timed);

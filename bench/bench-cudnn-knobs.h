@@ -73,8 +73,11 @@ typedef struct {
 /* cudnnBackendKnobType_t's name for type ("TILE_SIZE"), "?" past the known ones. */
 const char *knob_name (int type);
 /* A shape's table on stdout: its engines' knobs, its timed plans fastest first (sorts
- * sw->timed), the summary line. */
-void sweep_print (const Sweep *sw, const char *output);
+ * sw->timed; the first `lines` and every heuristics' configuration, or all where lines
+ * is 0), the summary line. */
+void sweep_print (const Sweep *sw, const char *output, int lines);
+/* The summary line alone: the heuristics' best against the best found. */
+void sweep_summary (const Sweep *sw);
 /* Everything as JSON at path; FALSE (said on stderr) when it cannot be written. */
 gboolean sweeps_write_json (const char *path, const Sweep *sweeps, int count,
                             const Setup *setup);
