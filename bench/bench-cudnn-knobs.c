@@ -148,8 +148,12 @@ knobs_spelt(GArray *knobs, GArray *base)
 static char *
 config_key(int64_t engine, GArray *knobs)
 {
-  g_autofree char *spelt = knobs_spelt(knobs, NULL);
-  return g_strdup_printf("%" G_GINT64_FORMAT " %s", engine, spelt);
+  GString *key = g_string_new(NULL);
+  g_string_append_printf(key, "%" G_GINT64_FORMAT, engine);
+  for (guint i = 0; i < knobs->len; i++)
+    g_string_append_printf(key, " %d=%" G_GINT64_FORMAT, g_array_index(knobs, Knob, i).type,
+                           g_array_index(knobs, Knob, i).value);
+  return g_string_free(key, FALSE);
 }
 
 /* ---- cuDNN's descriptors ------------------------------------------------------------ */
