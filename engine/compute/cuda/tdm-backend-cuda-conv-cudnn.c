@@ -157,10 +157,9 @@ tdm_cudnn_build_convolution(TdmCudnnBuild *bd, const TdmConvShape *s)
   return conv;
 }
 
-/* The finalized operation graph of one convolution, or NULL with bd's status set. */
-static cudnnBackendDescriptor_t
-conv_graph(Build *bd, cudnnHandle_t handle, TdmConvDirection dir, const TdmConvShape *s,
-           int operand, int output)
+cudnnBackendDescriptor_t
+tdm_cudnn_build_conv_graph(TdmCudnnBuild *bd, cudnnHandle_t handle, TdmConvDirection dir,
+                           const TdmConvShape *s, int operand, int output)
 {
   int oh = tdm_conv_out_h(s), ow = tdm_conv_out_w(s);
   int image_type = dir == TDM_CONV_DGRAD ? output : operand;
@@ -225,10 +224,10 @@ has_note(const int *notes, int64_t count, int note)
   return FALSE;
 }
 
-/* Whether an engine's notes fit the run (tdm-backend-cuda-conv-cudnn.h's TdmCudnnFilter). */
-static gboolean
-accepted(const int *notes, int64_t count, const int *behavior, int64_t behavior_count,
-         TdmCudnnFilter filter, gboolean runtime_compiled)
+gboolean
+tdm_cudnn_notes_accepted(const int *notes, int64_t count, const int *behavior,
+                         int64_t behavior_count, TdmCudnnFilter filter,
+                         gboolean runtime_compiled)
 {
   /* Runtime-compiled engines compile with NVRTC as their plan is finalized (seconds a
    * shape): a plain convolution has precompiled engines enough; a fused graph asks for
@@ -307,7 +306,8 @@ plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
   behavior_count = CLAMP(behavior_count, 0, TDM_CUDNN_NOTES_MAX);
   if (!read || (only_engine >= 0 && index != only_engine))
     return NULL;
-  if (!accepted(notes, note_count, behavior, behavior_count, filter, runtime_compiled)) {
+  if (!tdm_cudnn_notes_accepted(notes, note_count, behavior, behavior_count, filter,
+                                runtime_compiled)) {
     if (runtime_compiled)
       g_debug("cuDNN engine %" G_GINT64_FORMAT " (rank %d) left out by its notes", index, rank);
     return NULL;
@@ -357,6 +357,13 @@ plan_of(const TdmCudnn *dnn, cudnnHandle_t handle, cudnnBackendDescriptor_t cfg,
   p->keep = keep;
   keep->refs++;
   return p;
+}
+
+void
+tdm_cudnn_build_end(TdmCudnnBuild *bd)
+{
+  keep_unref(bd->keep);
+  bd->keep = NULL;
 }
 
 GPtrArray *
@@ -452,7 +459,8 @@ tdm_cudnn_conv_plans(const TdmCudnn *dnn, cudnnHandle_t handle, TdmConvDirection
 {
   Build bd;
   tdm_cudnn_build_init(&bd, dnn);
-  cudnnBackendDescriptor_t graph = conv_graph(&bd, handle, dir, s, operand, output);
+  cudnnBackendDescriptor_t graph =
+      tdm_cudnn_build_conv_graph(&bd, handle, dir, s, operand, output);
   static const int modes[] = {CUDNN_HEUR_MODE_A};
   return tdm_cudnn_build_plans(&bd, handle, graph, modes, G_N_ELEMENTS(modes), filter, FALSE,
                                most, only_rank, only_engine, why_not);

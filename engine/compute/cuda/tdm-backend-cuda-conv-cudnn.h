@@ -99,6 +99,22 @@ GPtrArray *tdm_cudnn_build_plans (TdmCudnnBuild *bd, cudnnHandle_t handle,
                                   int mode_count, TdmCudnnFilter filter,
                                   gboolean runtime_compiled, int most,
                                   int only_rank, gint64 only_engine, char **why_not);
+/* The finalized operation graph of one convolution, as tdm_cudnn_conv_plans() builds it
+ * (its tensors as that function's operand and output say, their uids those
+ * tdm_cudnn_plan_run() passes), kept by bd; NULL with bd's status set. */
+cudnnBackendDescriptor_t tdm_cudnn_build_conv_graph (TdmCudnnBuild *bd, cudnnHandle_t handle,
+                                                     TdmConvDirection dir,
+                                                     const TdmConvShape *s, int operand,
+                                                     int output);
+/* Ends bd without plans (a caller that makes its own from the graph, such as a
+ * benchmark): its descriptors go once no plan of tdm_cudnn_build_plans() keeps them. */
+void tdm_cudnn_build_end (TdmCudnnBuild *bd);
+/* Whether an engine with these numerical and behaviour notes fits the filter (and,
+ * unless runtime_compiled, is not compiled at run time): the rule
+ * tdm_cudnn_conv_plans() and tdm_cudnn_build_plans() apply. */
+gboolean tdm_cudnn_notes_accepted (const int *notes, int64_t count, const int *behavior,
+                                   int64_t behavior_count, TdmCudnnFilter filter,
+                                   gboolean runtime_compiled);
 /* Runs plan with `count` tensors (their uids and 16-byte aligned pointers). FALSE with
  * *error set when cuDNN refuses. */
 gboolean tdm_cudnn_plan_execute (const TdmCudnn *dnn, cudnnHandle_t handle,
