@@ -8,7 +8,9 @@
  *   bench-plan [network [h w c [cpu|cuda [fp32|bf16 [batch]]]]]
  *
  * Defaults: the resnet preset, 28 28 1 (Fashion-MNIST), cuda, bf16, batch 512.
- * TANDEM_BF16_ACTIVATIONS=0 gives the float32 storage of a bf16 run. */
+ * TANDEM_BF16_ACTIVATIONS=0 gives the float32 storage of a bf16 run; TANDEM_BN_STORE is
+ * read as a run reads it (the per-layer lines leave the stored bn outputs out; the plan
+ * counts them). */
 #include "tdm-backend.h"
 #include "tdm-network.h"
 #include "tdm-replica.h"
@@ -88,6 +90,10 @@ main(int argc, char **argv)
   printf("plan at batch %d: activations %zu, workspace %zu (columns %zu), inference %zu, "
          "parameters %zu, gradients %zu bytes\n",
          batch, p.activations, p.workspace, p.columns, p.inference, p.parameters, p.gradients);
+  printf("plan's total: %zu bytes; bn outputs stored for their conv: those of at most %zu "
+         "bytes a sample (TANDEM_BN_STORE %s)\n",
+         tdm_replica_plan_total(&p), tdm_replica_bn_store(net, kind, precision, batch),
+         g_getenv("TANDEM_BN_STORE") != NULL ? g_getenv("TANDEM_BN_STORE") : "unset");
   printf("evaluation chunk for --eval-batch 1000: %d samples\n",
          tdm_replica_eval_capacity(net, kind, precision, batch, 1000));
   tdm_network_free(net);

@@ -3,11 +3,14 @@
  * buffers with the storage decided (what a bf16 run stores as bf16), the gradient
  * region, the column workspace at its upper bound, the skip-gradient buffers, and the
  * plan that sums them (tdm_replica_plan(), which tdm_replica_new_planned() allocates and
- * the memory estimate reads), and the evaluation chunk that fits beside the training.
+ * the memory estimate reads), the evaluation chunk that fits beside the training, and
+ * which bn outputs are stored for their conv (tdm_replica_bn_store(): by default the
+ * most that grows the plan by at most 1/TDM_BN_STORE_GROWTH, computed with the plan).
  * No allocation here: tdm-replica.c makes the replica the plan describes. */
 #include "tdm-replica-private.h"
 #include "tdm-conv-columns.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Layer i's buffers with the storage decided (stores16: tdm_replica_stores_bf16()). */
@@ -534,6 +537,14 @@ TdmReplicaPlan
 tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
                  int capacity, int eval_capacity)
 {
+  return tdm_replica_plan_stored(net, kind, precision, capacity, eval_capacity,
+                                 tdm_replica_bn_store(net, kind, precision, capacity));
+}
+
+TdmReplicaPlan
+tdm_replica_plan_stored(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                        int capacity, int eval_capacity, size_t bn_store)
+{
   TdmReplicaPlan p = {0};
   gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
   size_t cap = (size_t)MAX(capacity, 0), ecap = (size_t)MAX(eval_capacity, 0);
@@ -547,7 +558,6 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   p.activations = arena_piece(cap * sample * sizeof(float));
   p.columns = tdm_replica_column_workspace(net, kind, precision, stores16, cap, ecap);
   p.workspace = p.columns;
-  size_t bn_store = tdm_replica_bn_store(capacity);
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = with_bn_store(
         net, i, stores16, bn_store, tdm_replica_buffers_of(net, i, kind, precision, stores16));
@@ -566,6 +576,13 @@ tdm_replica_plan(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precis
   size_t infer = tdm_replica_infer_arena_bytes(net, stores16, ecap);
   p.inference = infer > p.activations ? infer - p.activations : 0;
   return p;
+}
+
+size_t
+tdm_replica_plan_total(const TdmReplicaPlan *plan)
+{
+  return plan->parameters + plan->gradients + plan->activations + plan->workspace +
+         plan->inference;
 }
 
 int
@@ -631,17 +648,79 @@ tdm_replica_start_sums(void)
   return v == NULL || strcmp(v, "0") != 0;
 }
 
+static int
+size_compare(const void *a, const void *b)
+{
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return (x > y) - (x < y);
+}
+
+int
+tdm_replica_bn_store_sizes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                           size_t *sizes)
+{
+  gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
+  int n = 0;
+  for (int i = 0; i < net->layer_count; i++)
+    if (bn_output_stored(net, i, stores16, G_MAXSIZE))
+      sizes[n++] = layer_out_floats(&net->layers[i]) * sizeof(uint16_t);
+  qsort(sizes, (size_t)n, sizeof *sizes, size_compare);
+  int distinct = 0;
+  for (int k = 0; k < n; k++)
+    if (distinct == 0 || sizes[distinct - 1] != sizes[k])
+      sizes[distinct++] = sizes[k];
+  return distinct;
+}
+
+/* Whether the training's plan storing the bn outputs of at most bn_store bytes a sample
+ * totals at most 1/TDM_BN_STORE_GROWTH more than `none`, the total of the plan storing
+ * none: (total − none) · TDM_BN_STORE_GROWTH ≤ none, in integers. */
+static gboolean
+bn_store_fits(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision, int capacity,
+              size_t none, size_t bn_store)
+{
+  TdmReplicaPlan p = tdm_replica_plan_stored(net, kind, precision, capacity, 0, bn_store);
+  size_t total = tdm_replica_plan_total(&p);
+  return total <= none || (total - none) * TDM_BN_STORE_GROWTH <= none;
+}
+
+size_t
+tdm_replica_bn_store_auto(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                          int capacity)
+{
+  /* Nothing to store (no bf16 storage, no bn before a conv that takes bf16): no plan. */
+  g_autofree size_t *sizes = g_new(size_t, MAX(net->layer_count, 1));
+  int n = tdm_replica_bn_store_sizes(net, kind, precision, sizes);
+  if (n == 0)
+    return 0;
+  TdmReplicaPlan p = tdm_replica_plan_stored(net, kind, precision, capacity, 0, 0);
+  size_t none = tdm_replica_plan_total(&p);
+  /* A larger threshold stores what a smaller one does and more, so the plan's total
+   * never shrinks as it grows: the largest size that fits, by bisection (sizes[low] fits
+   * for low ≥ 0; −1: none does). */
+  int low = -1, high = n - 1;
+  while (low < high) {
+    int mid = low + (high - low + 1) / 2;
+    if (bn_store_fits(net, kind, precision, capacity, none, sizes[mid]))
+      low = mid;
+    else
+      high = mid - 1;
+  }
+  return low >= 0 ? sizes[low] : 0;
+}
+
 /* The last value of TANDEM_BN_STORE warned about: a plan is computed many times a run
  * (the estimate, each replica), and one warning says it. */
 G_LOCK_DEFINE_STATIC(bn_store_warned);
 static char *bn_store_warned;
 
 size_t
-tdm_replica_bn_store(int capacity)
+tdm_replica_bn_store(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                     int capacity)
 {
   const char *v = g_getenv("TANDEM_BN_STORE");
   if (v == NULL)
-    return 0;
+    return tdm_replica_bn_store_auto(net, kind, precision, capacity);
   if (strcmp(v, "all") == 0)
     return G_MAXSIZE;
   const guint64 mib = 1024 * 1024;
@@ -650,13 +729,14 @@ tdm_replica_bn_store(int capacity)
     G_LOCK(bn_store_warned);
     if (g_strcmp0(bn_store_warned, v) != 0) {
       g_warning("TANDEM_BN_STORE=\"%s\" is neither 0, all nor a whole number of MiB: "
-                "no bn output is stored for its conv",
-                v);
+                "the bn outputs stored for their conv are chosen as when it is unset "
+                "(the plan grows by at most 1/%d)",
+                v, TDM_BN_STORE_GROWTH);
       g_free(bn_store_warned);
       bn_store_warned = g_strdup(v);
     }
     G_UNLOCK(bn_store_warned);
-    return 0;
+    return tdm_replica_bn_store_auto(net, kind, precision, capacity);
   }
   /* n·h·w·c·2 ≤ N MiB for n samples is h·w·c·2 ≤ ⌊N MiB / n⌋. */
   return (size_t)(limit * mib / (guint64)MAX(capacity, 1));

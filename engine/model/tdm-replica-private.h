@@ -801,6 +801,25 @@ with_bn_store(const TdmNetwork *net, int i, gboolean stores16, size_t bn_store,
   return buf;
 }
 
+/* tdm_replica_plan() with the bn outputs of at most bn_store bytes a sample stored for
+ * their conv (bn_output_stored()), whatever the environment says: the plan a replica
+ * with that bn_store allocates by. TANDEM_BN_STORE's automatic rule computes it for a few
+ * thresholds (tdm_replica_bn_store_auto()). */
+TdmReplicaPlan tdm_replica_plan_stored (const TdmNetwork *net, TdmBackendKind kind,
+                                        TdmPrecision precision, int capacity,
+                                        int eval_capacity, size_t bn_store);
+/* The distinct bytes a sample, ascending, of net's bn outputs that a replica of this
+ * kind and precision could store for their conv (bn_output_stored() at G_MAXSIZE), into
+ * sizes (room for layer_count); returns how many: the automatic rule's candidates. */
+int tdm_replica_bn_store_sizes (const TdmNetwork *net, TdmBackendKind kind,
+                                TdmPrecision precision, size_t *sizes);
+/* TANDEM_BN_STORE unset (tdm_replica_bn_store()): the largest candidate
+ * (tdm_replica_bn_store_sizes()) whose plan at `capacity` samples a step and no evaluation
+ * chunk totals at most 1/TDM_BN_STORE_GROWTH more than the plan storing none, or 0; 0
+ * without computing a plan where there is no candidate. */
+size_t tdm_replica_bn_store_auto (const TdmNetwork *net, TdmBackendKind kind,
+                                  TdmPrecision precision, int capacity);
+
 /* tdm-replica-plan.c's sizing with the storage decided (stores16: a replica that stores
  * bf16, tdm_replica_stores_bf16(); bn16: tdm_replica_bn16()), which the replica
  * allocates by. Layer i's buffers (tdm_replica_layer_buffers()'s). */

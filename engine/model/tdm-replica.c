@@ -75,7 +75,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->stores_bf16 = tdm_replica_stores_bf16(b->kind, b->precision) &&
                    tdm_backend_has_bn_bf16_input(b) && tdm_backend_has_bf16_blocks(b);
   r->start_sums = tdm_replica_start_sums() && tdm_backend_has_start_bn_sums(b);
-  r->bn_store = tdm_replica_bn_store(capacity);
+  r->bn_store = tdm_replica_bn_store(net, b->kind, b->precision, capacity);
   int n = net->layer_count;
   r->acts = g_new0(float *, n + 1);
   r->argmax = g_new0(void *, n);

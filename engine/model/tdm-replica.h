@@ -219,6 +219,9 @@ typedef struct {
 } TdmReplicaPlan;
 TdmReplicaPlan tdm_replica_plan (const TdmNetwork *net, TdmBackendKind kind,
                                  TdmPrecision precision, int capacity, int eval_capacity);
+/* A plan's bytes, all its kinds together (columns are of the workspace): the replica's
+ * part of the memory estimate's total (tdm-memory.h), datasets aside. */
+size_t tdm_replica_plan_total (const TdmReplicaPlan *plan);
 
 /* The evaluation chunk for a replica training `capacity` samples a step: at most
  * `wanted` (the configured --eval-batch, or the test set if smaller), and no larger
@@ -251,14 +254,20 @@ gboolean tdm_replica_bf16_activations (void);
  * passes). Read when a replica is made, never by the passes. */
 gboolean tdm_replica_start_sums (void);
 /* Which bn outputs that the conv after it could normalize as it reads them (a bn
- * prologue) a replica of `capacity` samples a step stores instead, as bf16, for that conv
- * to read as a stored input both ways (no normalized copies in its forward and weight
- * gradient, at the cost of the buffers): those of at most the returned bytes a sample.
- * The environment says, TANDEM_BN_STORE: unset or 0 none (0), `all` every one
- * (G_MAXSIZE), a number N those whose output at `capacity` samples takes at most N MiB;
- * anything else is warned about once and read as unset. Read when a replica is made or a
- * plan computed, never by the passes. */
-size_t tdm_replica_bn_store (int capacity);
+ * prologue) a replica of net on a backend of this kind, in this precision, training
+ * `capacity` samples a step stores instead, as bf16, for that conv to read as a stored
+ * input both ways (no normalized copies in its forward and weight gradient, at the cost
+ * of the buffers): those of at most the returned bytes a sample. The environment says,
+ * TANDEM_BN_STORE: 0 none (0), `all` every one (G_MAXSIZE), a number N those whose
+ * output at `capacity` samples takes at most N MiB; unset, the largest of those outputs'
+ * sizes a sample whose stored outputs grow the training's plan (tdm_replica_plan() with
+ * no evaluation chunk, its tdm_replica_plan_total()) by at most 1/TDM_BN_STORE_GROWTH of
+ * its total with none stored, or 0 where none does (0 at once where nothing can be
+ * stored: a float32 run, no bf16 storage); anything else is warned about once and read
+ * as unset. Read when a replica is made or a plan computed, never by the passes. */
+#define TDM_BN_STORE_GROWTH 12
+size_t tdm_replica_bn_store (const TdmNetwork *net, TdmBackendKind kind,
+                             TdmPrecision precision, int capacity);
 /* Whether a replica made now on a backend of this kind, in this precision, stores
  * activations as bf16: a bf16 run on a kind whose operations read and write them so
  * (tdm_backend_kind_has_bn_bf16_input(), tdm_backend_kind_has_bf16_blocks()), unless

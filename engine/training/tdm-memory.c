@@ -42,8 +42,7 @@ tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision prec
   if (!tdm_replica_shares_datasets(kind))
     rb.dataset = (guint64)MAX(train_count, 0) * (sample + 1) +
                  (guint64)MAX(test_count, 0) * (sample + 1);
-  rb.total = rb.parameters + rb.gradients + rb.activations + rb.workspace + rb.inference +
-             rb.dataset;
+  rb.total = tdm_replica_plan_total(&plan) + rb.dataset;
   return rb;
 }
 
@@ -149,7 +148,8 @@ tdm_memory_workspace_plan(const TdmConfig *cfg, const TdmNetwork *net, int repli
                          cfg->batch, cfg->accumulate, replica, world,
                          shard_of(cfg, world, replica), capacity, eval, train_count, test_count,
                          freeze, conv != NULL ? conv : "", cudnn != NULL ? cudnn : "",
-                         tdm_replica_bf16_activations(), tdm_replica_bn_store(capacity),
+                         tdm_replica_bf16_activations(),
+                         tdm_replica_bn_store(net, TDM_BACKEND_CUDA, cfg->precision, capacity),
                          tdm_conv_chunk_bytes(cfg->precision));
 }
 

@@ -2,11 +2,14 @@
 /* test-bn-store.c — a bn's output stored as bf16 for the conv after it
  * (TANDEM_BN_STORE, tdm_replica_bn_store()) instead of normalized by that conv as it
  * reads it: bf16 runs on CPU workers train to the same bits with every such output
- * stored, some of them (a threshold) or none, frozen bns included; the plan's
- * activations grow by exactly the stored buffers and nothing else moves; a malformed
- * value is warned about and read as unset. The prologue's own operations are
+ * stored, some of them (a threshold, or the automatic rule's when unset) or none,
+ * frozen bns included; the plan's activations grow by exactly the stored buffers and
+ * nothing else moves; unset, the largest candidate whose plan grows by at most
+ * 1/TDM_BN_STORE_GROWTH (the benchmark's networks), nothing where nothing can be stored; a
+ * malformed value is warned about and read as unset. The prologue's own operations are
  * test-backend-cpu-bf16.c's. */
 #include "replica-step.h"
+#include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
@@ -32,7 +35,7 @@ static const char frozen_net[] = "conv8k3p1,bn,relu,conv8k3p1,bn,relu,"
                                  "res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,conv16k3s2p1,bn,"
                                  "relu,gap,fc10";
 
-/* Sets TANDEM_BN_STORE (NULL: unset). */
+/* Sets TANDEM_BN_STORE (NULL: unset, the automatic rule). */
 static void
 set_store(const char *value)
 {
@@ -43,7 +46,7 @@ set_store(const char *value)
 }
 
 /* The parameters after `steps` bf16 SGD steps of `network` on `devices` at batch 64,
- * TANDEM_BN_STORE set to `store` while the trainer makes its replicas. */
+ * TANDEM_BN_STORE set to `store` (NULL: unset) while the trainer makes its replicas. */
 static float *
 train(const char *network, const char *devices, const char *const *freeze, const char *store,
       size_t *count)
@@ -73,13 +76,15 @@ train(const char *network, const char *devices, const char *const *freeze, const
   return g_memdup2(params, *count * sizeof(float));
 }
 
-/* How many of net's bns a replica of `capacity` samples stores for their conv with
- * TANDEM_BN_STORE=store, and their bytes in the activation arena. */
+/* How many of net's bns a bf16 replica of this kind and `capacity` samples stores for
+ * their conv with TANDEM_BN_STORE=store (NULL: unset), and their bytes in the activation
+ * arena. */
 static int
-stored_bns(const TdmNetwork *net, const char *store, int capacity, size_t *bytes)
+stored_bns(const TdmNetwork *net, TdmBackendKind kind, const char *store, int capacity,
+           size_t *bytes)
 {
   set_store(store);
-  size_t bn_store = tdm_replica_bn_store(capacity);
+  size_t bn_store = tdm_replica_bn_store(net, kind, TDM_PRECISION_BF16, capacity);
   set_store(NULL);
   int count = 0;
   *bytes = 0;
@@ -93,18 +98,22 @@ stored_bns(const TdmNetwork *net, const char *store, int capacity, size_t *bytes
 }
 
 /* The same bits with every eligible bn output stored, some (2 MiB: basic_net's second
- * stage only) and none, on one worker and two; and with the stem's bn frozen, whose
- * output the first trained conv reads (a buffer of its own where stored, else the free
- * gradient region, computed again for the weight gradient). */
+ * stage only), those the automatic rule picks (unset) and none, on one worker and two;
+ * and with the stem's bn frozen, whose output the first trained conv reads (a buffer of
+ * its own where stored, else the free gradient region, computed again for the weight
+ * gradient). */
 static void
 test_same_bits(void)
 {
   g_autoptr(TdmNetwork) basic = tdm_network_new(basic_net, 28, 28, 1, 10, NULL);
   g_autoptr(TdmNetwork) bottleneck = tdm_network_new(bottleneck_net, 28, 28, 1, 10, NULL);
   size_t bytes;
-  g_assert_cmpint(stored_bns(basic, "all", 64, &bytes), ==, 2);
-  g_assert_cmpint(stored_bns(basic, "2", 64, &bytes), ==, 1);
-  g_assert_cmpint(stored_bns(bottleneck, "all", 64, &bytes), ==, 6);
+  g_assert_cmpint(stored_bns(basic, TDM_BACKEND_CPU, "all", 64, &bytes), ==, 2);
+  g_assert_cmpint(stored_bns(basic, TDM_BACKEND_CPU, "2", 64, &bytes), ==, 1);
+  g_assert_cmpint(stored_bns(bottleneck, TDM_BACKEND_CPU, "all", 64, &bytes), ==, 6);
+  g_test_message("unset, batch 64 on a CPU: basic_net stores %d bn outputs, bottleneck_net %d",
+                 stored_bns(basic, TDM_BACKEND_CPU, NULL, 64, &bytes),
+                 stored_bns(bottleneck, TDM_BACKEND_CPU, NULL, 64, &bytes));
   struct {
     const char *net, *devices;
     const char *const *freeze;
@@ -114,10 +123,10 @@ test_same_bits(void)
       {bottleneck_net, "cpu", NULL},
       {frozen_net, "cpu", (const char *const[]){"conv1", "bn1", NULL}},
   };
-  const char *stores[] = {"all", "2", "0"};
+  const char *stores[] = {"all", "2", NULL};
   for (guint k = 0; k < G_N_ELEMENTS(runs); k++) {
     size_t n = 0;
-    g_autofree float *base = train(runs[k].net, runs[k].devices, runs[k].freeze, NULL, &n);
+    g_autofree float *base = train(runs[k].net, runs[k].devices, runs[k].freeze, "0", &n);
     for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
       size_t m = 0;
       g_autofree float *p = train(runs[k].net, runs[k].devices, runs[k].freeze, stores[s], &m);
@@ -128,16 +137,17 @@ test_same_bits(void)
       g_test_message("%s on %s%s, TANDEM_BN_STORE=%s: %zu of %zu parameters differ from "
                      "no store",
                      runs[k].net, runs[k].devices,
-                     runs[k].freeze != NULL ? ", stem frozen" : "", stores[s], differ, n);
+                     runs[k].freeze != NULL ? ", stem frozen" : "",
+                     stores[s] != NULL ? stores[s] : "(unset)", differ, n);
       g_assert_cmpuint(differ, ==, 0);
     }
   }
 }
 
-/* The plan: unset and 0 give the same plan; `all` and a threshold grow the activations
- * by exactly the stored outputs' arena pieces (capacity × out × 2 bytes each, from the
- * layers' shapes), and leave everything else as it was but the inference pass's excess
- * over the activations, on both kinds of backend; a float32 run stores nothing. */
+/* The plan: 0 gives the plan that stores none; `all` and a threshold grow the
+ * activations by exactly the stored outputs' arena pieces (capacity × out × 2 bytes each,
+ * from the layers' shapes), and leave everything else as it was but the inference pass's
+ * excess over the activations, on both kinds of backend; a float32 run stores nothing. */
 static void
 test_plan(void)
 {
@@ -152,16 +162,17 @@ test_plan(void)
     g_assert_nonnull(net);
     int cap = nets[k].capacity;
     for (guint d = 0; d < G_N_ELEMENTS(kinds); d++) {
-      TdmReplicaPlan today = tdm_replica_plan(net, kinds[d], TDM_PRECISION_BF16, cap, 100);
       set_store("0");
       TdmReplicaPlan zero = tdm_replica_plan(net, kinds[d], TDM_PRECISION_BF16, cap, 100);
       set_store(NULL);
-      g_assert_true(memcmp(&today, &zero, sizeof today) == 0);
+      TdmReplicaPlan none =
+          tdm_replica_plan_stored(net, kinds[d], TDM_PRECISION_BF16, cap, 100, 0);
+      g_assert_true(memcmp(&zero, &none, sizeof zero) == 0);
       const char *stores[] = {"all", nets[k].threshold};
       size_t all_bytes = 0;
       for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
         size_t bytes;
-        int count = stored_bns(net, stores[s], cap, &bytes);
+        int count = stored_bns(net, kinds[d], stores[s], cap, &bytes);
         g_assert_cmpint(count, >, 0);
         set_store(stores[s]);
         TdmReplicaPlan p = tdm_replica_plan(net, kinds[d], TDM_PRECISION_BF16, cap, 100);
@@ -171,13 +182,15 @@ test_plan(void)
                        "%zu bytes more activations",
                        nets[k].spec, kinds[d] == TDM_BACKEND_CPU ? "cpu" : "cuda", cap,
                        stores[s], count, bytes);
-        g_assert_cmpuint(p.activations, ==, today.activations + bytes);
-        g_assert_cmpuint(p.parameters, ==, today.parameters);
-        g_assert_cmpuint(p.gradients, ==, today.gradients);
-        g_assert_cmpuint(p.columns, ==, today.columns);
-        g_assert_cmpuint(p.workspace, ==, today.workspace);
-        g_assert_cmpuint(p.activations + p.inference, >=, today.activations + today.inference);
+        g_assert_cmpuint(p.activations, ==, zero.activations + bytes);
+        g_assert_cmpuint(p.parameters, ==, zero.parameters);
+        g_assert_cmpuint(p.gradients, ==, zero.gradients);
+        g_assert_cmpuint(p.columns, ==, zero.columns);
+        g_assert_cmpuint(p.workspace, ==, zero.workspace);
+        g_assert_cmpuint(p.activations + p.inference, >=, zero.activations + zero.inference);
+        set_store("0");
         TdmReplicaPlan f32 = tdm_replica_plan(net, kinds[d], TDM_PRECISION_FP32, cap, 100);
+        set_store(NULL);
         g_assert_true(memcmp(&p32, &f32, sizeof f32) == 0);
         if (s == 0)
           all_bytes = bytes;
@@ -192,7 +205,8 @@ test_plan(void)
  * in a bf16 buffer of its own, which the conv after it reads as its stored input (the bn
  * leaves nothing to it: no prologue), written by the bn's forward (a ReLU's values: none
  * negative, some positive; /bn-store/same-bits says they are the prologue's bits). One
- * made without leaves every such output to its conv. */
+ * made with 0 leaves every such output to its conv; one made with it unset keeps those
+ * the automatic rule says, as its plan counts. */
 static void
 test_replica(void)
 {
@@ -203,7 +217,7 @@ test_replica(void)
   const int n = 12;
   g_autofree float *params = g_new(float, net->parameter_count);
   tdm_network_init_parameters(net, 7, params);
-  const char *stores[] = {NULL, "all"};
+  const char *stores[] = {"0", "all", NULL};
   for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
     TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
     g_assert_no_error(error);
@@ -215,16 +229,18 @@ test_replica(void)
     /* The arena is what the plan counts. */
     set_store(stores[s]);
     TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n);
+    size_t bn_store = tdm_replica_bn_store(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n);
     set_store(NULL);
+    g_assert_cmpuint(r->bn_store, ==, bn_store);
     g_assert_cmpuint(r->arena_bytes, ==, p.activations + p.inference);
     g_autofree float *grads = replica_step_gradients(r, params, n);
-    int eligible = 0;
+    int eligible = 0, kept = 0;
     for (int i = 0; i < net->layer_count; i++) {
       if (!bn_output_to_conv(net, i, TRUE))
         continue;
       eligible++;
-      gboolean stored = stores[s] != NULL;
-      g_assert_cmpint(bn_output_stored(net, i, TRUE, r->bn_store), ==, stored);
+      gboolean stored = bn_output_stored(net, i, TRUE, bn_store);
+      kept += stored;
       g_assert_cmpint(bn_output_left_to_next(r, i, n, MODE_TRAIN), ==, !stored);
       g_assert_cmpint(act_type(r, i + 1), ==, stored ? TDM_DTYPE_BF16 : TDM_DTYPE_F32);
       if (!stored) {
@@ -242,30 +258,151 @@ test_replica(void)
       g_assert_cmpuint(positive, >, 0);
     }
     g_assert_cmpint(eligible, ==, 6);
+    if (stores[s] != NULL)
+      g_assert_cmpint(kept, ==, strcmp(stores[s], "all") == 0 ? eligible : 0);
+    g_test_message("TANDEM_BN_STORE=%s, batch %d: %d of %d bn outputs stored",
+                   stores[s] != NULL ? stores[s] : "(unset)", n, kept, eligible);
     tdm_replica_free(r);
     tdm_backend_free(b);
   }
 }
 
+/* The five rows of bench/bench-real-networks.py (ROWS: its CIFAR18 spec is resnet18-cifar.h's),
+ * ten classes each. */
+static const struct {
+  const char *name, *spec;
+  int side, batch;
+} bench_rows[] = {{"r18-32", resnet18, 32, 512},
+                  {"r18-64", resnet18, 64, 256},
+                  {"r18-128", resnet18, 128, 128},
+                  {"tv18-224", "resnet18", 224, 128},
+                  {"tv50-224", "resnet50", 224, 128}};
+
+/* Whether the training's plan storing up to bn_store bytes a sample grows by at most
+ * 1/TDM_BN_STORE_GROWTH of the plan storing none (`none`, its total). */
+static gboolean
+grows_within(const TdmNetwork *net, TdmBackendKind kind, int capacity, size_t none,
+             size_t bn_store, size_t *total)
+{
+  TdmReplicaPlan p =
+      tdm_replica_plan_stored(net, kind, TDM_PRECISION_BF16, capacity, 0, bn_store);
+  *total = tdm_replica_plan_total(&p);
+  g_assert_cmpuint(*total, >=, none);
+  return (*total - none) * TDM_BN_STORE_GROWTH <= none;
+}
+
+/* Unset, a bf16 replica on either kind of backend stores the bn outputs of at most T
+ * bytes a sample: 0 or one of the sizes of the outputs that could be stored (the
+ * candidates, each found among the layers), whose plan grows by at most
+ * 1/TDM_BN_STORE_GROWTH of the plan storing none, where the next larger candidate's would
+ * grow by more; the plan it computes is the one storing T (and a replica's field says T:
+ * /bn-store/replica), and 0 is the plan storing none. A float32 run, or one that keeps
+ * float32 activations, has no candidate: 0. The table's figures are bench/NOTES.md's. */
+static void
+test_auto(void)
+{
+  TdmBackendKind kinds[] = {TDM_BACKEND_CUDA, TDM_BACKEND_CPU};
+  int chose = 0;
+  g_test_message("cuda, bf16, training plan: row | T, bytes a sample | MiB a bn output at the "
+                 "batch | total with 0 | total with T | growth | the next candidate's");
+  for (guint k = 0; k < G_N_ELEMENTS(bench_rows); k++) {
+    g_autoptr(GError) error = NULL;
+    int side = bench_rows[k].side, cap = bench_rows[k].batch;
+    g_autoptr(TdmNetwork) net = tdm_network_new(bench_rows[k].spec, side, side, 3, 10, &error);
+    g_assert_no_error(error);
+    g_autofree size_t *sizes = g_new(size_t, net->layer_count);
+    for (guint d = 0; d < G_N_ELEMENTS(kinds); d++) {
+      g_assert_true(tdm_replica_stores_bf16(kinds[d], TDM_PRECISION_BF16));
+      int n = tdm_replica_bn_store_sizes(net, kinds[d], TDM_PRECISION_BF16, sizes);
+      g_assert_cmpint(n, >, 0);
+      /* The candidates: ascending, distinct, each an eligible output's size, and every
+       * eligible output's size among them. */
+      for (int c = 0; c < n; c++) {
+        g_assert_true(c == 0 || sizes[c - 1] < sizes[c]);
+        gboolean found = FALSE;
+        for (int i = 0; i < net->layer_count && !found; i++)
+          found = bn_output_stored(net, i, TRUE, G_MAXSIZE) &&
+                  layer_out_floats(&net->layers[i]) * sizeof(uint16_t) == sizes[c];
+        g_assert_true(found);
+      }
+      for (int i = 0; i < net->layer_count; i++) {
+        size_t out = layer_out_floats(&net->layers[i]) * sizeof(uint16_t);
+        gboolean found = !bn_output_stored(net, i, TRUE, G_MAXSIZE);
+        for (int c = 0; c < n && !found; c++)
+          found = sizes[c] == out;
+        g_assert_true(found);
+      }
+      size_t t = tdm_replica_bn_store(net, kinds[d], TDM_PRECISION_BF16, cap);
+      TdmReplicaPlan p = tdm_replica_plan(net, kinds[d], TDM_PRECISION_BF16, cap, 0);
+      TdmReplicaPlan with =
+          tdm_replica_plan_stored(net, kinds[d], TDM_PRECISION_BF16, cap, 0, t);
+      g_assert_true(memcmp(&p, &with, sizeof p) == 0);
+      set_store("0");
+      g_assert_cmpuint(tdm_replica_bn_store(net, kinds[d], TDM_PRECISION_BF16, cap), ==, 0);
+      TdmReplicaPlan zero = tdm_replica_plan(net, kinds[d], TDM_PRECISION_BF16, cap, 0);
+      set_store(NULL);
+      TdmReplicaPlan none =
+          tdm_replica_plan_stored(net, kinds[d], TDM_PRECISION_BF16, cap, 0, 0);
+      g_assert_true(memcmp(&zero, &none, sizeof p) == 0);
+      size_t base = tdm_replica_plan_total(&none), total;
+      int at = -1; /* T's index among the candidates */
+      for (int c = 0; c < n; c++)
+        if (sizes[c] == t)
+          at = c;
+      g_assert_true(t == 0 || at >= 0);
+      g_assert_true(grows_within(net, kinds[d], cap, base, t, &total));
+      g_assert_cmpuint(tdm_replica_plan_total(&p), ==, total);
+      size_t next_total = 0;
+      if (at + 1 < n)
+        g_assert_false(grows_within(net, kinds[d], cap, base, sizes[at + 1], &next_total));
+      chose += t > 0;
+      if (kinds[d] == TDM_BACKEND_CUDA)
+        g_test_message("%-8s | %9zu | %7.1f | %13zu | %13zu | %5.2f %% | next %s%zu B, "
+                       "%.2f %%",
+                       bench_rows[k].name, t, (double)t * cap / 1048576.0, base, total,
+                       100.0 * (double)(total - base) / (double)base,
+                       at + 1 < n ? "" : "(none) ", at + 1 < n ? sizes[at + 1] : 0,
+                       at + 1 < n ? 100.0 * (double)(next_total - base) / (double)base : 0.0);
+      /* Nothing to store in float32: no candidate, 0. */
+      g_assert_cmpint(tdm_replica_bn_store_sizes(net, kinds[d], TDM_PRECISION_FP32, sizes), ==,
+                      0);
+      g_assert_cmpuint(tdm_replica_bn_store(net, kinds[d], TDM_PRECISION_FP32, cap), ==, 0);
+    }
+    /* Activations kept float32 (TANDEM_BF16_ACTIVATIONS=0): none either. */
+    g_assert_true(g_setenv("TANDEM_BF16_ACTIVATIONS", "0", TRUE));
+    g_assert_cmpint(
+        tdm_replica_bn_store_sizes(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, sizes), ==, 0);
+    g_assert_cmpuint(tdm_replica_bn_store(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, cap), ==,
+                     0);
+    g_unsetenv("TANDEM_BF16_ACTIVATIONS");
+  }
+  /* The rule stores something somewhere: the default is no longer none. */
+  g_assert_cmpint(chose, >, 0);
+}
+
 /* A value that is neither 0, all nor a whole number of MiB: one warning that names the
- * variable and the value (once however often a plan reads it), then the plan of unset. */
+ * variable and the value and says what it is read as (once however often a plan reads
+ * it), then the plan of unset: the automatic rule's. */
 static void
 test_malformed(void)
 {
   g_autoptr(TdmNetwork) net = tdm_network_new(basic_net, 28, 28, 1, 10, NULL);
-  TdmReplicaPlan today = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
+  TdmReplicaPlan unset = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
   const char *bad[] = {"lots", "32MiB", "-1", "1.5"};
   for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
-    g_autofree char *pattern = g_strdup_printf("*TANDEM_BN_STORE=\"%s\"*", bad[k]);
+    g_autofree char *pattern =
+        g_strdup_printf("*TANDEM_BN_STORE=\"%s\"*chosen as when it is unset*", bad[k]);
     g_test_expect_message("Tandem-Model", G_LOG_LEVEL_WARNING, pattern);
     set_store(bad[k]);
     TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
     TdmReplicaPlan again = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64, 100);
-    g_assert_cmpuint(tdm_replica_bn_store(64), ==, 0);
+    size_t bn_store = tdm_replica_bn_store(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64);
     set_store(NULL);
+    g_assert_cmpuint(bn_store, ==,
+                     tdm_replica_bn_store(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 64));
     g_test_assert_expected_messages();
-    g_assert_true(memcmp(&today, &p, sizeof p) == 0);
-    g_assert_true(memcmp(&today, &again, sizeof p) == 0);
+    g_assert_true(memcmp(&unset, &p, sizeof p) == 0);
+    g_assert_true(memcmp(&unset, &again, sizeof p) == 0);
   }
 }
 
@@ -277,6 +414,7 @@ main(int argc, char **argv)
   g_test_add_func("/bn-store/same-bits", test_same_bits);
   g_test_add_func("/bn-store/replica", test_replica);
   g_test_add_func("/bn-store/plan", test_plan);
+  g_test_add_func("/bn-store/auto", test_auto);
   g_test_add_func("/bn-store/malformed", test_malformed);
   dataset = test_synthetic_idx_new(0, 1000, 200);
   int status = g_test_run();

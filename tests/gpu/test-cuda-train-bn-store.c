@@ -3,7 +3,8 @@
  * as bf16 for the conv after it (TANDEM_BN_STORE), which the conv reads as a stored input
  * in its forward and weight gradient instead of normalizing the bn's input a chunk at a
  * time (the bn prologue). In exact mode (deterministic convolution choices) the same
- * bits with every such output stored, some and none: the stored values are the ones the
+ * bits with every such output stored, some (a threshold, or the automatic rule's when
+ * unset) and none: the stored values are the ones the
  * prologue's copy holds (both round the normalized value of bn-value.cuh once). Without
  * exact mode the engine times each call's candidates under the key of its input (stored,
  * or with a prologue), so a conv may sum in another order: a step's relative difference
@@ -19,7 +20,7 @@
 static const char *const networks[] = {BLOCKS16_NETWORK, BOTTLENECK_NETWORK, PLAIN_NETWORK};
 
 /* Parameters after `steps` bf16 SGD steps of network on devices (exact mode or not), with
- * TANDEM_BN_STORE=store (NULL: unset) while the replicas are made. */
+ * TANDEM_BN_STORE=store (NULL: unset, the automatic rule) while the replicas are made. */
 static float *
 train_bf16(const char *network, const char *devices, gboolean exact, int steps,
            const char *store, size_t *count)
@@ -46,12 +47,13 @@ test_bn_store_exact(void)
   if (!have_gpu())
     return;
   const char *devices[] = {"cuda:0", "cuda:0,cuda:0"};
-  /* 1 MiB: every eligible output at these sizes, through the threshold's reading. */
-  const char *stores[] = {"all", "1", "0"};
+  /* 1 MiB: every eligible output at these sizes, through the threshold's reading; unset:
+   * the automatic rule's. */
+  const char *stores[] = {"all", "1", NULL};
   for (guint k = 0; k < G_N_ELEMENTS(networks); k++)
     for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
       size_t n = 0;
-      g_autofree float *none = train_bf16(networks[k], devices[d], TRUE, 5, NULL, &n);
+      g_autofree float *none = train_bf16(networks[k], devices[d], TRUE, 5, "0", &n);
       for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
         size_t m = 0;
         g_autofree float *p = train_bf16(networks[k], devices[d], TRUE, 5, stores[s], &m);
@@ -61,7 +63,8 @@ test_bn_store_exact(void)
           differ += memcmp(&none[i], &p[i], sizeof(float)) != 0;
         g_test_message("bf16 exact, %s on %s, TANDEM_BN_STORE=%s: %zu of %zu parameters "
                        "differ from no store",
-                       networks[k], devices[d], stores[s], differ, n);
+                       networks[k], devices[d], stores[s] != NULL ? stores[s] : "(unset)",
+                       differ, n);
         g_assert_cmpuint(differ, ==, 0);
       }
     }
@@ -82,7 +85,7 @@ test_bn_store_step(void)
     g_autofree float *initial = g_new(float, net->parameter_count);
     tdm_network_init_parameters(net, 5, initial);
     size_t n = 0, m = 0;
-    g_autofree float *none = train_bf16(networks[k], "cuda:0", FALSE, 1, NULL, &n);
+    g_autofree float *none = train_bf16(networks[k], "cuda:0", FALSE, 1, "0", &n);
     g_autofree float *all = train_bf16(networks[k], "cuda:0", FALSE, 1, "all", &m);
     g_assert_cmpuint(m, ==, n);
     g_assert_cmpuint(n, ==, (size_t)net->parameter_count);
