@@ -7,7 +7,9 @@
  * size, timed with CUDA events on the backend's stream, with the bytes each moves
  * and the rate (GB/s) against the memory's; then a torchvision ResNet's stem at 224 px
  * and batch 128 (the photo gather with its normalization, the bf16 copy padded to 8
- * channels, the 3×3 stride-2 max pool both ways). `bench-cuda-ops bn` and
+ * channels, the 3×3 stride-2 max pool both ways). TANDEM_DESCENDING=0 walks the bn's
+ * elementwise passes upwards (the pairs' rows say what the default's downward walk
+ * gains). `bench-cuda-ops bn` and
  * `bench-cuda-ops stem` print only that table. A table on stdout, run by hand on a GPU machine (record numbers in
  * NOTES.md); exits 77 without a GPU. Not a test: test-cuda-kernels.c and
  * test-cuda-layers.c check these operations' results.
@@ -252,6 +254,25 @@ bn_dx_op(gpointer d)
                                   s->rows, s->c);
 }
 
+/* An elementwise pass right after a pass over the same tensor, as a step runs them: the
+ * moments then a block's end, the backward sums then the input gradient. The second walks
+ * downwards unless TANDEM_DESCENDING=0, to find the first's last reads in L2: run the
+ * table both ways to see what that gains (and the next pair's first pass, upwards again,
+ * finds the second's last in turn, as a conv reading its input from the start does). */
+static void
+moments_then_end_op(gpointer d)
+{
+  bn_moments_op(d);
+  bn_end_op(d);
+}
+
+static void
+sums_then_dx_op(gpointer d)
+{
+  bn_sums_op(d);
+  bn_dx_op(d);
+}
+
 /* A stride-2 block's input gradient: the first conv's (float32, full size) plus the
  * projection's (float32, a quarter), rounded to bf16. Rows = n · h · w. */
 static void
@@ -362,6 +383,8 @@ run_bn_bench(void)
       {"bn_forward_bf16 + skip, relu, mask", bn_end_op, 3 * mb + bits},
       {"bn_backward_sums relu", bn_sums_op, 2 * mb},
       {"bn_backward_dx_bf16 relu", bn_dx_op, 3 * mb},
+      {"moments, then the end", moments_then_end_op, 4 * mb + bits},
+      {"bn sums, then dx", sums_then_dx_op, 5 * mb},
       {"add_strided_bf16 stride 2", add_strided_op, 3 * mb + mb / 2},
       {"block start, unfused", block_start_unfused_op, 6 * mb + bits},
       {"add_relu_backward_bf16", block_start_fused_op, 3 * mb + bits},

@@ -4,8 +4,10 @@
  * (bn-sums.cu's bn_backward_sums, all-reduced by the engine first when synchronized),
  * dy taken as 0 where the fused ReLU stopped the forward's value (its mask recomputed
  * from x with bn-value.cuh's operations), into float32 or into bf16 (the output
- * gradient of the conv before it): one memory-bound elementwise pass, dy and x each
- * read as float32 or as bfloat16, widened exactly as they load.
+ * gradient of the conv before it): one memory-bound elementwise pass, downwards where
+ * asked (it follows the sums' pass over the same dy and x: bn-layout.cuh's
+ * bn_pass_at()), dy and x each read as float32 or as bfloat16, widened exactly as they
+ * load.
  */
 #include "tdm-kernels.h"
 #include "common.cuh"
@@ -43,7 +45,7 @@ __global__ void __launch_bounds__(BN_THREADS)
 bn_backward_dx_kernel(T *dx, const D *dy, const X *x, const float *mean, const float *invstd,
                       const float *gamma, const float *beta, const float *sum_dgamma,
                       const float *sum_dbeta, float inv_count, int rows, int channels,
-                      BnSumShape s, bool aligned)
+                      BnSumShape s, bool aligned, bool descending)
 {
   int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
   int ch = blockIdx.y * s.span + cl * V;
@@ -56,20 +58,21 @@ bn_backward_dx_kernel(T *dx, const D *dy, const X *x, const float *mean, const f
     if (RELU)
       bn_train_affine(ch + j, mean, invstd, gamma, beta, &scale[j], &shift[j]);
   }
-  size_t C = (size_t)channels, step = (size_t)gridDim.x * s.rl * C;
-  size_t at = ((size_t)blockIdx.x * s.rl + lane) * C + ch, end = (size_t)rows * C;
-  while (at < end) {
+  size_t C = (size_t)channels, R = (size_t)rows, lanes = (size_t)gridDim.x * s.rl;
+  for (size_t q = (size_t)blockIdx.x * s.rl + lane; q < R; q += BN_PASS_BATCH * lanes) {
     BnRow<V, D> gr[BN_PASS_BATCH];
     BnRow<V, X> xr[BN_PASS_BATCH];
 #pragma unroll
     for (int r = 0; r < BN_PASS_BATCH; r++)
-      if (at + r * step < end) {
-        gr[r].load(dy + at + r * step, aligned);
-        xr[r].load(x + at + r * step, aligned);
+      if (q + r * lanes < R) {
+        size_t at = bn_pass_at(q + r * lanes, R, C, ch, descending);
+        gr[r].load(dy + at, aligned);
+        xr[r].load(x + at, aligned);
       }
 #pragma unroll
     for (int r = 0; r < BN_PASS_BATCH; r++)
-      if (at + r * step < end) {
+      if (q + r * lanes < R) {
+        size_t at = bn_pass_at(q + r * lanes, R, C, ch, descending);
         float g[V], v[V];
         gr[r].get(g);
         xr[r].get(v);
@@ -81,9 +84,8 @@ bn_backward_dx_kernel(T *dx, const D *dy, const X *x, const float *mean, const f
         }
         /* dx as float, or as bfloat16 rounded to nearest even (the bits to_bf16 gives
          * the float): a convolution's output gradient that its GEMMs read as bf16. */
-        bn_store_row<V>(dx + at + r * step, g, aligned);
+        bn_store_row<V>(dx + at, g, aligned);
       }
-    at += BN_PASS_BATCH * step;
   }
 }
 
@@ -92,7 +94,7 @@ static cudaError_t
 bn_backward_dx_launch(T *dx, const D *dy, const X *x, const float *mean, const float *invstd,
                       const float *gamma, const float *beta, bool relu, const float *sum_dgamma,
                       const float *sum_dbeta, float inv_count, int rows, int channels,
-                      cudaStream_t stream)
+                      bool descending, cudaStream_t stream)
 {
   if (rows <= 0 || channels <= 0)
     return cudaSuccess;
@@ -103,7 +105,7 @@ bn_backward_dx_launch(T *dx, const D *dy, const X *x, const float *mean, const f
 #define BN_BACKWARD(R, V)                                                                      \
   bn_backward_dx_kernel<R, V, T, X, D><<<grid, threads, 0, stream>>>(                          \
       dx, dy, x, mean, invstd, gamma, beta, sum_dgamma, sum_dbeta, inv_count, rows, channels,  \
-      s, aligned)
+      s, aligned, descending)
   if (relu && s.v == 8)
     BN_BACKWARD(true, 8);
   else if (relu && s.v == 4)
@@ -126,11 +128,11 @@ static cudaError_t
 bn_backward_dx_any(T *dx, const void *dy, bool dy16, const void *x, bool x16, const float *mean,
                    const float *invstd, const float *gamma, const float *beta, bool relu,
                    const float *sum_dgamma, const float *sum_dbeta, float inv_count, int rows,
-                   int channels, cudaStream_t stream)
+                   int channels, bool descending, cudaStream_t stream)
 {
 #define BN_DX(D, X)                                                                            \
   bn_backward_dx_launch(dx, (const D *)dy, (const X *)x, mean, invstd, gamma, beta, relu,      \
-                        sum_dgamma, sum_dbeta, inv_count, rows, channels, stream)
+                        sum_dgamma, sum_dbeta, inv_count, rows, channels, descending, stream)
   if (dy16)
     return x16 ? BN_DX(uint16_t, uint16_t) : BN_DX(uint16_t, float);
   return x16 ? BN_DX(float, uint16_t) : BN_DX(float, float);
@@ -142,10 +144,10 @@ tdm_k_bn_backward_dx(float *dx, const void *dy, bool dy16, const void *x, bool x
                      const float *mean, const float *invstd, const float *gamma,
                      const float *beta, bool relu, const float *sum_dgamma,
                      const float *sum_dbeta, float inv_count, int rows, int channels,
-                     cudaStream_t stream)
+                     bool descending, cudaStream_t stream)
 {
   return bn_backward_dx_any(dx, dy, dy16, x, x16, mean, invstd, gamma, beta, relu, sum_dgamma,
-                            sum_dbeta, inv_count, rows, channels, stream);
+                            sum_dbeta, inv_count, rows, channels, descending, stream);
 }
 
 extern "C" cudaError_t
@@ -153,8 +155,8 @@ tdm_k_bn_backward_dx_bf16(uint16_t *dx, const void *dy, bool dy16, const void *x
                           const float *mean, const float *invstd, const float *gamma,
                           const float *beta, bool relu, const float *sum_dgamma,
                           const float *sum_dbeta, float inv_count, int rows, int channels,
-                          cudaStream_t stream)
+                          bool descending, cudaStream_t stream)
 {
   return bn_backward_dx_any(dx, dy, dy16, x, x16, mean, invstd, gamma, beta, relu, sum_dgamma,
-                            sum_dbeta, inv_count, rows, channels, stream);
+                            sum_dbeta, inv_count, rows, channels, descending, stream);
 }

@@ -5,7 +5,8 @@
  * map for a consumer that applies it itself (bn_affine), and the forward in training
  * and evaluation mode with an optional ReLU and an addend (a block's end), into
  * float32 or bf16, with a bf16 output's ReLU mask as bits where asked (tdm-relu-bits.h):
- * one memory-bound elementwise pass. x is read as float32 or as
+ * one memory-bound elementwise pass, downwards where asked (it follows the moments'
+ * pass over the same x: bn-layout.cuh's bn_pass_at()). x is read as float32 or as
  * bfloat16 (X = uint16_t), widened exactly as it loads. Not here: the sums
  * (bn-sums.cu), and the convolutions and pools that read a bn's output as they
  * normalize it (conv-im2col.cu, pool.cu, with bn-value.cuh's same operations).
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(BN_THREADS)
 bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
                   const float *gamma, const float *beta, float eps, int rows, int channels,
                   BnSumShape s, bool use_relu, const A *a, bool add_relu, bool aligned,
-                  uint32_t *bits)
+                  uint32_t *bits, bool descending)
 {
   int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
   int ch = blockIdx.y * s.span + cl * V;
@@ -102,21 +103,22 @@ bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
       bn_train_affine(ch + j, mean, spread, gamma, beta, &scale[j], &shift[j]);
     }
   }
-  size_t C = (size_t)channels, step = (size_t)gridDim.x * s.rl * C;
-  size_t at = ((size_t)blockIdx.x * s.rl + lane) * C + ch, end = (size_t)rows * C;
-  while (at < end) {
+  size_t C = (size_t)channels, R = (size_t)rows, lanes = (size_t)gridDim.x * s.rl;
+  for (size_t q = (size_t)blockIdx.x * s.rl + lane; q < R; q += BN_PASS_BATCH * lanes) {
     BnRow<V, X> xr[BN_PASS_BATCH];
     BnRow<V, A> ar[BN_PASS_BATCH];
 #pragma unroll
     for (int r = 0; r < BN_PASS_BATCH; r++)
-      if (at + r * step < end) {
-        xr[r].load(x + at + r * step, aligned);
+      if (q + r * lanes < R) {
+        size_t at = bn_pass_at(q + r * lanes, R, C, ch, descending);
+        xr[r].load(x + at, aligned);
         if (a != NULL)
-          ar[r].load(a + at + r * step, aligned);
+          ar[r].load(a + at, aligned);
       }
 #pragma unroll
     for (int r = 0; r < BN_PASS_BATCH; r++)
-      if (at + r * step < end) {
+      if (q + r * lanes < R) {
+        size_t at = bn_pass_at(q + r * lanes, R, C, ch, descending);
         float v[V], w[V];
         xr[r].get(v);
         if (a != NULL)
@@ -126,29 +128,27 @@ bn_forward_kernel(Y *y, const X *x, const float *mean, const float *spread,
           if (a != NULL)
             v[j] = add_relu ? tdm_k_relu_value(v[j] + w[j]) : v[j] + w[j];
         }
-        bn_store_row<V>(y + at + r * step, v, aligned);
+        bn_store_row<V>(y + at, v, aligned);
         if (sizeof(Y) == 2 && bits != NULL) {
           unsigned m = 0;
           for (int j = 0; j < V; j++)
             m |= tdm_relu_bit(tdm_k_bf16_bits(v[j])) << j;
-          size_t e = at + r * step;
           if (V == 8)
-            ((uint8_t *)bits)[e / 8] = (uint8_t)m;
+            ((uint8_t *)bits)[at / 8] = (uint8_t)m;
           else
-            atomicOr(&bits[e / 32], m << (e % 32));
+            atomicOr(&bits[at / 32], m << (at % 32));
         }
       }
-    at += BN_PASS_BATCH * step;
   }
 }
 
 /* y of type Y (float, or uint16_t: bf16, rounded as it is stored), a of type A. */
 template <bool EVAL, typename X, typename Y = float, typename A = float>
 static cudaError_t
-bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread,
-                  const float *gamma, const float *beta, float eps, int rows, int channels,
-                  bool relu, cudaStream_t stream, const A *a = NULL, bool add_relu = false,
-                  uint32_t *bits = NULL)
+bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread, const float *gamma,
+                  const float *beta, float eps, int rows, int channels, bool relu,
+                  bool descending, cudaStream_t stream, const A *a = NULL,
+                  bool add_relu = false, uint32_t *bits = NULL)
 {
   if (rows <= 0 || channels <= 0)
     return cudaSuccess;
@@ -163,8 +163,9 @@ bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread,
   dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
   unsigned threads = (unsigned)(s.ct * s.rl);
 #define BN_FORWARD(V)                                                                          \
-  bn_forward_kernel<EVAL, V, X, Y, A><<<grid, threads, 0, stream>>>(                           \
-      y, x, mean, spread, gamma, beta, eps, rows, channels, s, relu, a, add_relu, aligned, bits)
+  bn_forward_kernel<EVAL, V, X, Y, A>                                                          \
+      <<<grid, threads, 0, stream>>>(y, x, mean, spread, gamma, beta, eps, rows, channels, s,  \
+                                     relu, a, add_relu, aligned, bits, descending)
   if (s.v == 8)
     BN_FORWARD(8);
   else if (s.v == 4)
@@ -178,25 +179,25 @@ bn_forward_launch(Y *y, const X *x, const float *mean, const float *spread,
 extern "C" cudaError_t
 tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mean, const float *invstd,
                  const float *gamma, const float *beta, int rows, int channels, bool relu,
-                 cudaStream_t stream)
+                 bool descending, cudaStream_t stream)
 {
   if (x16)
     return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
-                                    rows, channels, relu, stream);
+                                    rows, channels, relu, descending, stream);
   return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
-                                  channels, relu, stream);
+                                  channels, relu, descending, stream);
 }
 
 extern "C" cudaError_t
 tdm_k_bn_forward_add(float *y, const void *x, bool x16, const float *mean, const float *invstd,
                      const float *gamma, const float *beta, const float *a, int rows,
-                     int channels, bool relu, cudaStream_t stream)
+                     int channels, bool relu, bool descending, cudaStream_t stream)
 {
   if (x16)
     return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
-                                    rows, channels, false, stream, a, relu);
+                                    rows, channels, false, descending, stream, a, relu);
   return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
-                                  channels, false, stream, a, relu);
+                                  channels, false, descending, stream, a, relu);
 }
 
 /* The output stored as bf16, with an addend of type A (or none). */
@@ -204,28 +205,30 @@ template <typename A>
 static cudaError_t
 bn_forward_bf16_launch(uint16_t *y, const void *x, bool x16, const float *mean,
                        const float *invstd, const float *gamma, const float *beta, const A *a,
-                       int rows, int channels, bool relu, uint32_t *bits, cudaStream_t stream)
+                       int rows, int channels, bool relu, uint32_t *bits, bool descending,
+                       cudaStream_t stream)
 {
   /* With an addend, bn_forward_add's order: the bn without its ReLU, the add, then it. */
   bool bn_relu = relu && a == NULL, add_relu = relu && a != NULL;
   if (x16)
     return bn_forward_launch<false>(y, (const uint16_t *)x, mean, invstd, gamma, beta, 0.0f,
-                                    rows, channels, bn_relu, stream, a, add_relu, bits);
+                                    rows, channels, bn_relu, descending, stream, a, add_relu,
+                                    bits);
   return bn_forward_launch<false>(y, (const float *)x, mean, invstd, gamma, beta, 0.0f, rows,
-                                  channels, bn_relu, stream, a, add_relu, bits);
+                                  channels, bn_relu, descending, stream, a, add_relu, bits);
 }
 
 extern "C" cudaError_t
 tdm_k_bn_forward_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
                       const float *invstd, const float *gamma, const float *beta, const void *a,
                       bool a16, int rows, int channels, bool relu, uint32_t *bits,
-                      cudaStream_t stream)
+                      bool descending, cudaStream_t stream)
 {
   if (a != NULL && a16)
     return bn_forward_bf16_launch(y, x, x16, mean, invstd, gamma, beta, (const uint16_t *)a,
-                                  rows, channels, relu, bits, stream);
+                                  rows, channels, relu, bits, descending, stream);
   return bn_forward_bf16_launch(y, x, x16, mean, invstd, gamma, beta, (const float *)a, rows,
-                                channels, relu, bits, stream);
+                                channels, relu, bits, descending, stream);
 }
 
 /* The evaluation's forward (running statistics) from either input type into Y. */
@@ -233,22 +236,24 @@ template <typename Y>
 static cudaError_t
 bn_forward_eval_launch(Y *y, const void *x, bool x16, const float *running_mean,
                        const float *running_var, const float *gamma, const float *beta,
-                       float eps, int rows, int channels, bool relu, cudaStream_t stream)
+                       float eps, int rows, int channels, bool relu, bool descending,
+                       cudaStream_t stream)
 {
   if (x16)
     return bn_forward_launch<true>(y, (const uint16_t *)x, running_mean, running_var, gamma,
-                                   beta, eps, rows, channels, relu, stream);
+                                   beta, eps, rows, channels, relu, descending, stream);
   return bn_forward_launch<true>(y, (const float *)x, running_mean, running_var, gamma, beta,
-                                 eps, rows, channels, relu, stream);
+                                 eps, rows, channels, relu, descending, stream);
 }
 
 extern "C" cudaError_t
 tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_mean,
                       const float *running_var, const float *gamma, const float *beta,
-                      float eps, int rows, int channels, bool relu, cudaStream_t stream)
+                      float eps, int rows, int channels, bool relu, bool descending,
+                      cudaStream_t stream)
 {
   return bn_forward_eval_launch(y, x, x16, running_mean, running_var, gamma, beta, eps, rows,
-                                channels, relu, stream);
+                                channels, relu, descending, stream);
 }
 
 /* The forward kernel with the bn's own ReLU and then the addend, no ReLU after it (a
@@ -257,36 +262,38 @@ template <typename X, typename A>
 static cudaError_t
 bn_relu_add_launch(uint16_t *y, const X *x, const float *mean, const float *invstd,
                    const float *gamma, const float *beta, const A *a, int rows, int channels,
-                   cudaStream_t stream)
+                   bool descending, cudaStream_t stream)
 {
   return bn_forward_launch<false>(y, x, mean, invstd, gamma, beta, 0.0f, rows, channels, true,
-                                  stream, a, false);
+                                  descending, stream, a, false);
 }
 
 extern "C" cudaError_t
 tdm_k_bn_relu_add_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
-                       const float *invstd, const float *gamma, const float *beta, const void *a,
-                       bool a16, int rows, int channels, cudaStream_t stream)
+                       const float *invstd, const float *gamma, const float *beta,
+                       const void *a, bool a16, int rows, int channels, bool descending,
+                       cudaStream_t stream)
 {
   if (x16 && a16)
     return bn_relu_add_launch(y, (const uint16_t *)x, mean, invstd, gamma, beta,
-                              (const uint16_t *)a, rows, channels, stream);
+                              (const uint16_t *)a, rows, channels, descending, stream);
   if (x16)
     return bn_relu_add_launch(y, (const uint16_t *)x, mean, invstd, gamma, beta,
-                              (const float *)a, rows, channels, stream);
+                              (const float *)a, rows, channels, descending, stream);
   if (a16)
     return bn_relu_add_launch(y, (const float *)x, mean, invstd, gamma, beta,
-                              (const uint16_t *)a, rows, channels, stream);
+                              (const uint16_t *)a, rows, channels, descending, stream);
   return bn_relu_add_launch(y, (const float *)x, mean, invstd, gamma, beta, (const float *)a,
-                            rows, channels, stream);
+                            rows, channels, descending, stream);
 }
 
 /* bn_forward_eval's kernel with a bf16 output (Y = uint16_t), rounded as it is stored. */
 extern "C" cudaError_t
 tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16, const float *running_mean,
                            const float *running_var, const float *gamma, const float *beta,
-                           float eps, int rows, int channels, bool relu, cudaStream_t stream)
+                           float eps, int rows, int channels, bool relu, bool descending,
+                           cudaStream_t stream)
 {
   return bn_forward_eval_launch(y, x, x16, running_mean, running_var, gamma, beta, eps, rows,
-                                channels, relu, stream);
+                                channels, relu, descending, stream);
 }

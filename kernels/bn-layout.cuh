@@ -5,7 +5,8 @@
  * channels across, the rest of the block's threads row lanes; a row's V values
  * loaded in one or two 16-byte accesses where aligned (bf16 kept packed until it is
  * added), and stored so; and the shape of the elementwise passes (forward, input
- * gradient). Device code and host launch helpers; no GLib.
+ * gradient) and the direction they walk the rows in. Device code and host launch
+ * helpers; no GLib.
  */
 #pragma once
 
@@ -111,8 +112,9 @@ bn_channel_split(BnSumShape *s, int channels, int tile_channels)
  * parameters, and a row is read and written contiguously in 16-byte accesses. A
  * thread loads BN_PASS_BATCH rows before it writes any (y may be x: a thread reads
  * and writes only its own elements). Grids of up to BN_PASS_BLOCKS blocks, rows
- * grid-strided. (One element's channel from a 32-bit modulo and 8-byte accesses ran
- * these passes at 1.4–1.7 TB/s past 64 channels on an H100, 2026-12-06.) */
+ * grid-strided, upwards or downwards (bn_pass_at()). (One element's channel from a
+ * 32-bit modulo and 8-byte accesses ran these passes at 1.4–1.7 TB/s past 64 channels
+ * on an H100, 2026-12-06.) */
 #define BN_PASS_BATCH 4
 #define BN_PASS_BLOCKS 2048
 
@@ -130,6 +132,17 @@ bn_pass_shape(int rows, int channels)
   s.groups = (int)(groups < most ? (groups < 1 ? 1 : groups) : most);
   s.sets = 0;
   return s;
+}
+
+/* Where an elementwise pass's work row `row` of `rows` (a thread's rows are its block's
+ * row lane, then a grid's row lanes further each) puts the thread's V channels from ch:
+ * the element offset in the traversal's direction (tdm_k_walk), so that a descending
+ * pass's block 0 takes the last rows and its rows step down. A row's channels keep
+ * their order, so each access keeps its width and alignment. */
+__device__ __forceinline__ size_t
+bn_pass_at(size_t row, size_t rows, size_t channels, int ch, bool descending)
+{
+  return tdm_k_walk(row, rows, descending) * channels + (size_t)ch;
 }
 
 /* V values into memory of type T, in one or two 16-byte stores where aligned. */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* common.cuh — what every kernels/ file shares: grid sizing and grid-stride indices,
- * an NHWC index's split, the alignment test for the float4 paths, the rounding to
- * bfloat16, the one vector-access type (tdm_k_vec), the ReLU of one value, and the
- * check that turns a launch into the launcher's return value. Private to kernels/;
- * the launchers' contract is in tdm-kernels.h. */
+ * the direction of a pass's traversal (tdm_k_walk), an NHWC index's split, the
+ * alignment test for the float4 paths, the rounding to bfloat16, the one vector-access
+ * type (tdm_k_vec), the ReLU of one value, and the check that turns a launch into the
+ * launcher's return value. Private to kernels/; the launchers' contract is in
+ * tdm-kernels.h. */
 #pragma once
 
 #include <cuda_bf16.h>
@@ -64,6 +65,20 @@ __device__ __forceinline__ I
 tdm_k_grid_stride()
 {
   return (I)gridDim.x * blockDim.x;
+}
+
+/* Where work item i of n lies in a pass's traversal: i itself (ascending), or
+ * n − 1 − i (descending), so that with i a grid-stride index block 0 takes the last
+ * tile and the loop steps down. A pass that streams a tensor which the pass before it
+ * streamed upwards walks it downwards, so that its first reads find the tail that pass
+ * left in L2 (tens of MB on an H100), where an upward walk would evict that tail before
+ * reaching it. Only for passes whose every output depends on its own position's
+ * inputs: the order changes no bit of the result. A reduction keeps its order. */
+template <typename I>
+__device__ __forceinline__ I
+tdm_k_walk(I i, I n, bool descending)
+{
+  return descending ? n - 1 - i : i;
 }
 
 /* Where a flat index of an NHWC tensor (channels fastest; c channels, or groups of

@@ -38,7 +38,7 @@ im2col_affine_offset(size_t kvecs)
 template <int V, typename T, bool BN, typename X>
 __global__ void
 im2col_table_kernel(T *col, const X *x, int rows, int h, int w, int c, int kh, int kw, int pad,
-                    int stride, int oh, int ow, BnGather bn)
+                    int stride, int oh, int ow, BnGather bn, bool descending)
 {
   extern __shared__ __align__(16) int taps[];
   int cv = c / V;
@@ -54,8 +54,8 @@ im2col_table_kernel(T *col, const X *x, int rows, int h, int w, int c, int kh, i
     for (int ch = tid; ch < c; ch += blockDim.x * blockDim.y)
       bn_train_affine(ch, bn.mean, bn.invstd, bn.gamma, bn.beta, scale + ch, shift + ch);
   __syncthreads();
-  for (int row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
-       row += gridDim.x * blockDim.y) {
+  for (int q = blockIdx.x * blockDim.y + threadIdx.y; q < rows; q += gridDim.x * blockDim.y) {
+    int row = tdm_k_walk(q, rows, descending);
     int ox = row % ow;
     int t = row / ow;
     int oy = t % oh;
@@ -89,10 +89,11 @@ im2col_table_kernel(T *col, const X *x, int rows, int h, int w, int c, int kh, i
 template <typename I, typename T, bool BN, typename X>
 __global__ void
 im2col_kernel(T *col, const X *x, I total, int h, int w, int c, int kh, int kw, int pad,
-              int stride, int oh, int ow, BnGather bn)
+              int stride, int oh, int ow, BnGather bn, bool descending)
 {
   I kcols = (I)c * kh * kw;
-  for (I e = tdm_k_grid_start<I>(); e < total; e += tdm_k_grid_stride<I>()) {
+  for (I q = tdm_k_grid_start<I>(); q < total; q += tdm_k_grid_stride<I>()) {
+    I e = tdm_k_walk(q, total, descending);
     I row = e / kcols;
     int k = (int)(e - row * kcols);
     int ch = k % c;
@@ -130,11 +131,12 @@ im2col_lanes(int kvecs)
 
 /* Columns in float32 (T = float) or bfloat16 (T = uint16_t, --precision bf16's
  * operands for the GEMMs that read them), of x or (BN) of x normalized; x float32 or
- * (X = uint16_t) bfloat16. */
+ * (X = uint16_t) bfloat16; the rows from the last where descending (tdm_k_walk: a
+ * normalized gather follows the bn's moments over the same x). */
 template <typename T, bool BN, typename X = float>
 static cudaError_t
 im2col_launch(T *col, const X *x, int n, int h, int w, int c, int kh, int kw, int pad,
-              int stride, BnGather bn, cudaStream_t stream)
+              int stride, BnGather bn, bool descending, cudaStream_t stream)
 {
   if (stride <= 0)
     return cudaErrorInvalidValue;
@@ -161,18 +163,18 @@ im2col_launch(T *col, const X *x, int n, int h, int w, int c, int kh, int kw, in
       blocks = 8192;
     if (vec)
       im2col_table_kernel<4, T, BN, X><<<(unsigned)blocks, block, shared, stream>>>(
-          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
+          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn, descending);
     else
       im2col_table_kernel<1, T, BN, X><<<(unsigned)blocks, block, shared, stream>>>(
-          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn);
+          col, x, (int)rows, h, w, c, kh, kw, pad, stride, oh, ow, bn, descending);
   } else if (total <= UINT32_MAX) {
     im2col_kernel<uint32_t, T, BN, X>
         <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-            col, x, (uint32_t)total, h, w, c, kh, kw, pad, stride, oh, ow, bn);
+            col, x, (uint32_t)total, h, w, c, kh, kw, pad, stride, oh, ow, bn, descending);
   } else {
     im2col_kernel<size_t, T, BN, X>
         <<<tdm_k_blocks(total, TDM_K_THREADS), TDM_K_THREADS, 0, stream>>>(
-            col, x, total, h, w, c, kh, kw, pad, stride, oh, ow, bn);
+            col, x, total, h, w, c, kh, kw, pad, stride, oh, ow, bn, descending);
   }
   return tdm_k_launched();
 }
@@ -181,7 +183,7 @@ extern "C" cudaError_t
 tdm_k_im2col(float *col, const float *x, int n, int h, int w, int c, int kh, int kw, int pad,
              int stride, cudaStream_t stream)
 {
-  return im2col_launch<float, false>(col, x, n, h, w, c, kh, kw, pad, stride, BnGather{},
+  return im2col_launch<float, false>(col, x, n, h, w, c, kh, kw, pad, stride, BnGather{}, false,
                                      stream);
 }
 
@@ -191,29 +193,29 @@ tdm_k_im2col_bf16(uint16_t *col, const void *x, bool x16, int n, int h, int w, i
 {
   if (x16)
     return im2col_launch<uint16_t, false>(col, (const uint16_t *)x, n, h, w, c, kh, kw, pad,
-                                          stride, BnGather{}, stream);
+                                          stride, BnGather{}, false, stream);
   return im2col_launch<uint16_t, false>(col, (const float *)x, n, h, w, c, kh, kw, pad, stride,
-                                        BnGather{}, stream);
+                                        BnGather{}, false, stream);
 }
 
 extern "C" cudaError_t
 tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const float *mean,
                      const float *invstd, const float *gamma, const float *beta, bool relu,
                      int n, int h, int w, int c, int kh, int kw, int pad, int stride,
-                     cudaStream_t stream)
+                     bool descending, cudaStream_t stream)
 {
   /* A 1×1 stride-1 unpadded gather is the input itself, normalized: the bn forward's
    * pass writes it with the same bits (bn_train_affine, bn_affine_output, one rounding)
    * at the memory's rate, where the table kernel's div/mod and 8-byte accesses do not. */
   if (kh == 1 && kw == 1 && pad == 0 && stride == 1 && (size_t)n * h * w <= INT_MAX)
     return tdm_k_bn_forward_bf16(col, x, x16, mean, invstd, gamma, beta, NULL, false,
-                                 n * h * w, c, relu, NULL, stream);
+                                 n * h * w, c, relu, NULL, descending, stream);
   BnGather bn = {mean, invstd, gamma, beta, relu};
   if (x16)
     return im2col_launch<uint16_t, true>(col, (const uint16_t *)x, n, h, w, c, kh, kw, pad,
-                                         stride, bn, stream);
+                                         stride, bn, descending, stream);
   return im2col_launch<uint16_t, true>(col, (const float *)x, n, h, w, c, kh, kw, pad, stride,
-                                       bn, stream);
+                                       bn, descending, stream);
 }
 
 /* dx[img, iy, ix, ch] = Σ over (ky, kx) of col[(img, oy, ox), (ky, kx, ch)] for the

@@ -8,6 +8,11 @@
  * meanings are exactly those of the matching TdmBackendOps entry. This header is plain
  * C and knows nothing of GLib or of the engine's types: the metrics are a device pair
  * of doubles {loss_sum, correct}, the layout of TdmMetrics.
+ *
+ * `descending` (the bn's elementwise passes, the normalized gather): walk the tensor
+ * from its last element down (common.cuh's tdm_k_walk), to find in L2 what a pass just
+ * before streamed upwards over the same tensor; the same bits either way. The backend
+ * says which (TANDEM_DESCENDING).
  */
 #pragma once
 
@@ -101,7 +106,7 @@ cudaError_t tdm_k_im2col_bf16(uint16_t *col, const void *x, bool x16, int n, int
 cudaError_t tdm_k_im2col_bf16_bn(uint16_t *col, const void *x, bool x16, const float *mean,
                                  const float *invstd, const float *gamma, const float *beta,
                                  bool relu, int n, int h, int w, int c, int kh, int kw, int pad,
-                                 int stride, cudaStream_t stream);
+                                 int stride, bool descending, cudaStream_t stream);
 cudaError_t tdm_k_col2im(float *dx, const float *col, int n, int h, int w, int c, int kh,
                          int kw, int pad, int stride, cudaStream_t stream);
 /* col2im from bfloat16 columns, summed in float32; dx float32, or with dx16 bf16 (each
@@ -240,7 +245,8 @@ cudaError_t tdm_k_bn_affine(float *scale, float *shift, const float *mean, const
                             cudaStream_t stream);
 cudaError_t tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mean,
                              const float *invstd, const float *gamma, const float *beta,
-                             int rows, int channels, bool relu, cudaStream_t stream);
+                             int rows, int channels, bool relu, bool descending,
+                             cudaStream_t stream);
 /* tdm_k_bn_forward (no ReLU of its own) then y += a and, with relu, max(y, 0): the bits
  * of tdm_k_bn_forward then tdm_k_add_out, in one pass. */
 /* tdm_k_bn_forward (a NULL) or tdm_k_bn_forward_add (a float32 or, a16, bf16) rounded
@@ -249,26 +255,27 @@ cudaError_t tdm_k_bn_forward(float *y, const void *x, bool x16, const float *mea
 cudaError_t tdm_k_bn_forward_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
                                   const float *invstd, const float *gamma, const float *beta,
                                   const void *a, bool a16, int rows, int channels, bool relu,
-                                  uint32_t *bits, cudaStream_t stream);
+                                  uint32_t *bits, bool descending, cudaStream_t stream);
 cudaError_t tdm_k_bn_forward_add(float *y, const void *x, bool x16, const float *mean,
                                  const float *invstd, const float *gamma, const float *beta,
                                  const float *a, int rows, int channels, bool relu,
-                                 cudaStream_t stream);
+                                 bool descending, cudaStream_t stream);
 cudaError_t tdm_k_bn_forward_eval(float *y, const void *x, bool x16, const float *running_mean,
                                   const float *running_var, const float *gamma,
                                   const float *beta, float eps, int rows, int channels,
-                                  bool relu, cudaStream_t stream);
+                                  bool relu, bool descending, cudaStream_t stream);
 /* tdm_k_bn_forward with its ReLU, then + a (float32 or, a16, bf16), rounded into y as
  * bf16: the bits of tdm_k_bn_forward, tdm_k_add_out (no ReLU) then tdm_k_to_bf16. */
 cudaError_t tdm_k_bn_relu_add_bf16(uint16_t *y, const void *x, bool x16, const float *mean,
                                    const float *invstd, const float *gamma, const float *beta,
                                    const void *a, bool a16, int rows, int channels,
-                                   cudaStream_t stream);
+                                   bool descending, cudaStream_t stream);
 /* The same rounded into y as bf16: the bits of tdm_k_bn_forward_eval then tdm_k_to_bf16. */
 cudaError_t tdm_k_bn_forward_eval_bf16(uint16_t *y, const void *x, bool x16,
                                        const float *running_mean, const float *running_var,
                                        const float *gamma, const float *beta, float eps,
-                                       int rows, int channels, bool relu, cudaStream_t stream);
+                                       int rows, int channels, bool relu, bool descending,
+                                       cudaStream_t stream);
 /* The backward's two steps; with relu, dy counts as 0 where the forward's fused ReLU
  * stopped the value (recomputed from x, gamma and beta as the forward computed it). */
 cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16,
@@ -293,13 +300,13 @@ cudaError_t tdm_k_bn_backward_dx(float *dx, const void *dy, bool dy16, const voi
                                  const float *mean, const float *invstd, const float *gamma,
                                  const float *beta, bool relu, const float *sum_dgamma,
                                  const float *sum_dbeta, float inv_count, int rows,
-                                 int channels, cudaStream_t stream);
+                                 int channels, bool descending, cudaStream_t stream);
 /* The same dx rounded to bfloat16 (nearest even: to_bf16's bits of the float dx). */
 cudaError_t tdm_k_bn_backward_dx_bf16(uint16_t *dx, const void *dy, bool dy16, const void *x,
                                       bool x16, const float *mean, const float *invstd,
                                       const float *gamma, const float *beta, bool relu,
                                       const float *sum_dgamma, const float *sum_dbeta,
-                                      float inv_count, int rows, int channels,
+                                      float inv_count, int rows, int channels, bool descending,
                                       cudaStream_t stream);
 
 /* softmax.cu: metrics points to two doubles, {loss_sum, correct}, added into. */

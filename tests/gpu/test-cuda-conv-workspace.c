@@ -331,6 +331,85 @@ bn_input_screened(const Problem *p, const float *bn, const uint16_t *x16, const 
   tdm_backend_free(fresh);
 }
 
+/* A bf16 backend whose bn passes walk downwards (TANDEM_DESCENDING, the default) or
+ * upwards (=0), the variable as it was after. */
+static TdmBackend *
+backend_walking(gboolean descending)
+{
+  g_autofree char *was = g_strdup(g_getenv("TANDEM_DESCENDING"));
+  g_setenv("TANDEM_DESCENDING", descending ? "1" : "0", TRUE);
+  g_autoptr(GError) error = NULL;
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  if (was != NULL)
+    g_setenv("TANDEM_DESCENDING", was, TRUE);
+  else
+    g_unsetenv("TANDEM_DESCENDING");
+  return b;
+}
+
+/* test_bn_input_chunks' forward with its chunks run last first and each chunk's input
+ * normalized downwards (TANDEM_DESCENDING's default), and first to last and upwards
+ * (=0): the same bits, for every cuDNN candidate in chunks (`suffix`) and im2col's,
+ * whose chunks keep their samples, sizes and plans either way. A candidate whose two
+ * upward runs differ is not deterministic itself: said, not compared. */
+static void
+forward_chunk_order(const Problem *p, const float *bn, const uint16_t *x16, const char *what,
+                    const char *suffix)
+{
+  TdmBackend *walks[2] = {backend_walking(FALSE), backend_walking(TRUE)};
+  BnInput in[2];
+  for (int w = 0; w < 2; w++)
+    chunks_input_init(&in[w], walks[w], p, bn, x16);
+  g_autoptr(GPtrArray) names =
+      tdm_cuda_conv_candidate_names(walks[0], &in[0].d.a, TDM_CONV_FORWARD);
+  g_autofree uint16_t *up = g_new(uint16_t, p->out), *again = g_new(uint16_t, p->out);
+  g_autofree uint16_t *down = g_new(uint16_t, p->out);
+  uint16_t *runs[3] = {up, again, down};
+  int compared = 0;
+  for (guint k = 0; k < names->len; k++) {
+    const char *name = g_ptr_array_index(names, k);
+    if (!g_str_has_suffix(name, suffix) && !g_str_equal(name, "im2col"))
+      continue;
+    if (tdm_cuda_conv_need_named(walks[0], &in[0].d.a, TDM_CONV_FORWARD, name) >
+        in[0].d.a.work_bytes)
+      continue;
+    g_autofree char *label = g_strdup_printf("%s forward %s", what, name);
+    gboolean ran = TRUE;
+    for (int r = 0; r < 3 && ran; r++) {
+      BnInput *on_walk = &in[r < 2 ? 0 : 1];
+      bn_input_poison(on_walk, p);
+      ran = tdm_cuda_conv_run_named(on_walk->d.b, &on_walk->d.a, TDM_CONV_FORWARD, name);
+      if (ran)
+        bn_input_forward_error(on_walk, p, runs[r]);
+    }
+    if (!ran) {
+      g_test_message("%s: not a candidate of both backends", label);
+      continue;
+    }
+    if (memcmp(up, again, p->out * 2) != 0) {
+      g_test_message("%s: two upward runs differ (not deterministic): not compared", label);
+      continue;
+    }
+    compared++;
+    gboolean same = memcmp(up, down, p->out * 2) == 0;
+    g_test_message("%s: downwards, last chunk first, against upwards: %s", label,
+                   same ? "the same bits" : "different");
+    if (!same) {
+      g_test_message("FAILED %s: the chunks' order changed the bits", label);
+      g_test_fail();
+    }
+  }
+  if (compared == 0) {
+    g_test_message("FAILED %s: no forward candidate compared in both orders", what);
+    g_test_fail();
+  }
+  for (int w = 0; w < 2; w++) {
+    bn_input_clear(&in[w]);
+    tdm_backend_free(walks[w]);
+  }
+}
+
 /* A forward whose input a bn before stored as bf16 and the conv normalizes as it reads
  * it ("bn x16 y16"), where the whole normalized input is more than a chunk holds
  * (tdm-conv-columns.h: a bf16 run's 64 MiB): cuDNN runs it in even chunks of samples
@@ -346,7 +425,8 @@ bn_input_screened(const Problem *p, const float *bn, const uint16_t *x16, const 
  * the engine may choose them; forced to cuDNN (TANDEM_CONV=cudnn) through a workspace
  * grown as the replica grows it, the engine chooses a chunked plan and its result
  * matches; a chunked weight gradient is the same bits twice; under --exact the rule's
- * choice is the same bits twice. */
+ * choice is the same bits twice; the forward's chunks run last first (and normalized
+ * downwards) give the bits of first to last (forward_chunk_order()). */
 static void
 test_bn_input_chunks(void)
 {
@@ -454,6 +534,8 @@ test_bn_input_chunks(void)
         g_test_fail();
       }
     }
+
+    forward_chunk_order(&p, bn, x16, what, suffix);
 
     /* Forced to cuDNN, as the replica calls the engine (a workspace grown on demand),
      * on a backend of its own (the choice is fresh): a chunked plan (the others are

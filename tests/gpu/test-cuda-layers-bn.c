@@ -7,8 +7,9 @@
  * many sets of them; and bit for bit against itself — repeated (the arrival counters
  * left at zero), through misaligned pointers, and from float32 copies of bf16 values —
  * since exact mode and synchronized replicas need the same bits every time. And the
- * elementwise passes through misaligned pointers (their scalar accesses).
- * Registered by test-cuda-layers.c.
+ * elementwise passes through misaligned pointers (their scalar accesses), and walked
+ * downwards (tdm-kernels.h's `descending`, TANDEM_DESCENDING) with the bits of the upward
+ * walk. Registered by test-cuda-layers.c.
  */
 #include "tdm-build-config.h"
 
@@ -16,7 +17,9 @@
 
 #include "test-cuda-layers.h"
 
+#include "tdm-backend-cuda.h"
 #include "tdm-bn-moments.h"
+#include "tdm-kernels.h"
 
 /* Device bytes read back. */
 static void *
@@ -222,6 +225,185 @@ test_bn_passes(void)
   }
 }
 
+/* The elementwise passes walked downwards and upwards (common.cuh's tdm_k_walk), called
+ * through their launchers with the flag either way: the same bits, every element
+ * written. An n × h × w × c input (rows n·h·w) of float32 or bf16, through pointers
+ * aligned or one element off (the scalar accesses). */
+typedef struct {
+  int n, h, w, c;
+  bool x16;
+  const void *x, *dy;  /* the case's type */
+  const float *a;      /* an addend as float32 */
+  const uint16_t *a16; /* and as bf16 (a block's skip) */
+  const float *p;      /* mean, invstd, gamma, beta, Σdγ, Σdβ, running variance */
+} Walked;
+
+/* The passes: their names, their outputs' element sizes and counts (one per input
+ * element, or the columns of a k×k gather at stride s), and whether they write mask bits. */
+static const struct {
+  const char *name;
+  size_t size;
+  int k, stride;
+  gboolean bits;
+} walked_passes[] = {
+  {"bn_forward relu", 4, 0, 0, FALSE},
+  {"bn_forward_add relu", 4, 0, 0, FALSE},
+  {"bn_forward_eval relu", 4, 0, 0, FALSE},
+  {"bn_forward_eval_bf16 relu", 2, 0, 0, FALSE},
+  {"bn_forward_bf16 + a16, relu, bits (a block's end)", 2, 0, 0, TRUE},
+  {"bn_forward_bf16 relu", 2, 0, 0, FALSE},
+  {"bn_relu_add_bf16", 2, 0, 0, FALSE},
+  {"bn_backward_dx relu", 4, 0, 0, FALSE},
+  {"bn_backward_dx_bf16", 2, 0, 0, FALSE},
+  {"im2col_bf16_bn 1×1 (bn_forward_bf16's pass)", 2, 1, 1, FALSE},
+  {"im2col_bf16_bn 3×3", 2, 3, 1, FALSE},
+  {"im2col_bf16_bn 3×3 stride 2", 2, 3, 2, FALSE},
+};
+
+static cudaError_t
+walked_launch(const Walked *w, int k, void *out, uint32_t *bits, bool descending)
+{
+  int rows = w->n * w->h * w->w, c = w->c;
+  cudaStream_t s = tdm_backend_cuda_stream(gpu);
+  const void *x = w->x;
+  bool x16 = w->x16;
+#define P(i) (w->p + (size_t)(i) * c)
+  switch (k) {
+  case 0:
+    return tdm_k_bn_forward(out, x, x16, P(0), P(1), P(2), P(3), rows, c, true, descending, s);
+  case 1:
+    return tdm_k_bn_forward_add(out, x, x16, P(0), P(1), P(2), P(3), w->a, rows, c, true,
+                                descending, s);
+  case 2:
+    return tdm_k_bn_forward_eval(out, x, x16, P(0), P(6), P(2), P(3), 1e-5f, rows, c, true,
+                                 descending, s);
+  case 3:
+    return tdm_k_bn_forward_eval_bf16(out, x, x16, P(0), P(6), P(2), P(3), 1e-5f, rows, c,
+                                      true, descending, s);
+  case 4:
+    return tdm_k_bn_forward_bf16(out, x, x16, P(0), P(1), P(2), P(3), w->a16, true, rows, c,
+                                 true, bits, descending, s);
+  case 5:
+    return tdm_k_bn_forward_bf16(out, x, x16, P(0), P(1), P(2), P(3), NULL, false, rows, c,
+                                 true, NULL, descending, s);
+  case 6:
+    return tdm_k_bn_relu_add_bf16(out, x, x16, P(0), P(1), P(2), P(3),
+                                  x16 ? (const void *)w->a16 : w->a, x16, rows, c, descending,
+                                  s);
+  case 7:
+    return tdm_k_bn_backward_dx(out, w->dy, x16, x, x16, P(0), P(1), P(2), P(3), true, P(4),
+                                P(5), 1.0f / rows, rows, c, descending, s);
+  case 8:
+    return tdm_k_bn_backward_dx_bf16(out, w->dy, x16, x, x16, P(0), P(1), P(2), P(3), false,
+                                     P(4), P(5), 1.0f / rows, rows, c, descending, s);
+  default:
+    return tdm_k_im2col_bf16_bn(out, x, x16, P(0), P(1), P(2), P(3), true, w->n, w->h, w->w, c,
+                                walked_passes[k].k, walked_passes[k].k,
+                                walked_passes[k].k / 2, walked_passes[k].stride, descending, s);
+  }
+#undef P
+}
+
+static void
+walked_case(int n, int h, int w, int c, bool x16)
+{
+  size_t rows = (size_t)n * h * w, count = rows * c, size = x16 ? 2 : 4;
+  g_autofree float *x = random_floats(count, -2, 2), *dy = random_floats(count, -1, 1);
+  g_autofree float *a = random_floats(count, -1, 1);
+  g_autofree uint16_t *x16s = g_new(uint16_t, count), *dy16 = g_new(uint16_t, count);
+  g_autofree uint16_t *a16 = g_new(uint16_t, count);
+  for (size_t i = 0; i < count; i++) {
+    x16s[i] = bf16_bits(x[i]);
+    dy16[i] = bf16_bits(dy[i]);
+    a16[i] = bf16_bits(a[i]);
+  }
+  g_autofree float *p = random_floats(7 * (size_t)c, -0.5, 0.5);
+  for (int ch = 0; ch < c; ch++) {
+    p[c + ch] += 1.0f;
+    p[2 * c + ch] += 1.0f;
+    p[6 * c + ch] += 1.0f; /* a variance */
+  }
+  float *dp = on(p, 7 * (size_t)c * 4);
+  for (size_t shift = 0; shift < 2; shift++) {
+    void *bases[4];
+    Walked wk = {n, h, w, c, x16, NULL, NULL, NULL, NULL, dp};
+    wk.x = placed(x16 ? (const void *)x16s : x, count, size, shift, &bases[0]);
+    wk.dy = placed(x16 ? (const void *)dy16 : dy, count, size, shift, &bases[1]);
+    wk.a = placed(a, count, 4, shift, &bases[2]);
+    wk.a16 = placed(a16, count, 2, shift, &bases[3]);
+    for (int k = 0; k < (int)G_N_ELEMENTS(walked_passes); k++) {
+      int kk = walked_passes[k].k, st = walked_passes[k].stride;
+      size_t out_count = count;
+      if (kk > 1) {
+        size_t oh = (size_t)(h + 2 * (kk / 2) - kk) / st + 1;
+        size_t ow = (size_t)(w + 2 * (kk / 2) - kk) / st + 1;
+        out_count = (size_t)n * oh * ow * kk * kk * c;
+        if (out_count > ((size_t)1 << 24))
+          continue; /* the large cases' passes are the point; their columns, not */
+      }
+      size_t bytes = out_count * walked_passes[k].size;
+      size_t words = TDM_RELU_BITS_WORDS(count);
+      void *out[2], *bits[2] = {NULL, NULL};
+      for (int d = 0; d < 2; d++) {
+        out[d] = poisoned_bytes(bytes + 8 * walked_passes[k].size);
+        if (walked_passes[k].bits)
+          bits[d] = poisoned_bytes(words * 4);
+        g_assert_cmpint(walked_launch(&wk, k, (char *)out[d] + shift * walked_passes[k].size,
+                                      bits[d], d == 1),
+                        ==, cudaSuccess);
+      }
+      g_autofree char *what = g_strdup_printf(
+          "%s n%d %dx%dx%d %s%s, downwards against upwards", walked_passes[k].name, n, h, w, c,
+          x16 ? "bf16" : "float32", shift ? ", misaligned" : "");
+      expect_same(what, out[0], out[1], bytes + 8 * walked_passes[k].size);
+      if (walked_passes[k].bits) {
+        g_autofree char *mask = g_strdup_printf("%s: mask bits", what);
+        expect_same(mask, bits[0], bits[1], words * 4);
+      }
+      /* Every element written: one left poisoned is all ones, a NaN no pass makes of
+       * these finite inputs. */
+      g_autofree unsigned char *got =
+          fetched((char *)out[1] + shift * walked_passes[k].size, bytes);
+      size_t left = 0;
+      for (size_t i = 0; i < out_count; i++) {
+        size_t ones = 0;
+        for (size_t b = 0; b < walked_passes[k].size; b++)
+          ones += got[i * walked_passes[k].size + b] == 0xff;
+        left += ones == walked_passes[k].size;
+      }
+      if (left > 0) {
+        g_test_message("FAILED %s: %zu of %zu values left unwritten", what, left, out_count);
+        g_test_fail();
+      }
+      for (int d = 0; d < 2; d++) {
+        release(out[d]);
+        if (bits[d] != NULL)
+          release(bits[d]);
+      }
+    }
+    for (int i = 0; i < 4; i++)
+      release(bases[i]);
+  }
+  release(dp);
+}
+
+static void
+test_bn_descending(void)
+{
+  if (!have_gpu())
+    return;
+  for (int x16 = 0; x16 < 2; x16++) {
+    walked_case(1, 1, 7, 3, x16);       /* seven rows, one value a thread */
+    walked_case(1, 7, 11, 12, x16);     /* four a thread */
+    walked_case(2, 9, 13, 17, x16);     /* 17 channels: scalar accesses */
+    walked_case(3, 211, 213, 17, x16);  /* rows for two grids' turns, the last short */
+    walked_case(3, 13, 15, 64, x16);    /* eight a thread, a ResNet's first stage */
+    walked_case(5, 229, 231, 64, x16);  /* two grids' turns of rows, the last short */
+    walked_case(2, 9, 13, 512, x16);    /* two tiles of channels */
+    walked_case(1, 3, 3, 4001, x16);    /* 16 tiles; im2col's one-thread-a-value kernel */
+  }
+}
+
 static void
 test_bn_sums(void)
 {
@@ -245,6 +427,7 @@ test_cuda_layers_add_bn(void)
 {
   g_test_add_func("/cuda-layers/bn-sums", test_bn_sums);
   g_test_add_func("/cuda-layers/bn-passes", test_bn_passes);
+  g_test_add_func("/cuda-layers/bn-descending", test_bn_descending);
 }
 
 #endif /* TDM_HAVE_CUDA */

@@ -5,9 +5,10 @@
  * deterministic convolution choices, so that only this change could move a bit), basic
  * blocks over a bn with its ReLU and over a block's end, projections of stride 1 and 2,
  * bottlenecks; one replica and two sharing cuda:0 with synchronized batch normalization
- * (the all-reduce of the sums unchanged). And the masks that block's start reads: after
- * a step, each block end's ReLU mask as bits (which its forward's kernel wrote beside
- * its bf16 output) is that output's mask by the CPU's rule.
+ * (the all-reduce of the sums unchanged). Likewise the bn's elementwise passes walked
+ * upwards (TANDEM_DESCENDING=0) against the default's downward walk. And the masks that
+ * block's start reads: after a step, each block end's ReLU mask as bits (which its
+ * forward's kernel wrote beside its bf16 output) is that output's mask by the CPU's rule.
  */
 #include "replica-step.h"
 #include "tdm-config.h"
@@ -32,11 +33,12 @@ train_bf16_exact(const char *devices, const char *network, size_t *count)
   return trained_parameters(cfg, count);
 }
 
+/* The parameters after five exact bf16 steps with `variable` unset and set to 0 while the
+ * replicas are made (`what` names the two ways): the same bits, for each network on one
+ * replica and on two sharing cuda:0. */
 static void
-test_start_sums_same_bits(void)
+same_bits_with_zero(const char *variable, const char *what)
 {
-  if (!have_gpu())
-    return;
   const char *networks[] = {
       "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
       "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),"
@@ -46,19 +48,35 @@ test_start_sums_same_bits(void)
   for (guint k = 0; k < G_N_ELEMENTS(networks); k++)
     for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
       size_t n = 0, m = 0;
-      g_autofree float *fused = train_bf16_exact(devices[d], networks[k], &n);
-      g_assert_true(g_setenv("TANDEM_START_SUMS", "0", TRUE));
-      g_autofree float *apart = train_bf16_exact(devices[d], networks[k], &m);
-      g_unsetenv("TANDEM_START_SUMS");
+      g_autofree float *unset = train_bf16_exact(devices[d], networks[k], &n);
+      g_assert_true(g_setenv(variable, "0", TRUE));
+      g_autofree float *zero = train_bf16_exact(devices[d], networks[k], &m);
+      g_unsetenv(variable);
       g_assert_cmpuint(m, ==, n);
       size_t differ = 0;
       for (size_t i = 0; i < n; i++)
-        differ += memcmp(&fused[i], &apart[i], sizeof(float)) != 0;
-      g_test_message("bf16 exact, %s on %s: %zu of %zu parameters differ between the block "
-                     "start's sums and the bn's own",
-                     networks[k], devices[d], differ, n);
+        differ += memcmp(&unset[i], &zero[i], sizeof(float)) != 0;
+      g_test_message("bf16 exact, %s on %s: %zu of %zu parameters differ between %s",
+                     networks[k], devices[d], differ, n, what);
       g_assert_cmpuint(differ, ==, 0);
     }
+}
+
+static void
+test_start_sums_same_bits(void)
+{
+  if (!have_gpu())
+    return;
+  same_bits_with_zero("TANDEM_START_SUMS", "the block start's sums and the bn's own");
+}
+
+static void
+test_descending_same_bits(void)
+{
+  if (!have_gpu())
+    return;
+  same_bits_with_zero("TANDEM_DESCENDING",
+                      "the bn's passes walked downwards and upwards (TANDEM_DESCENDING=0)");
 }
 
 /* One step of a bf16 replica on the GPU (the block ends' last bn folded in with 16, 32,
@@ -121,5 +139,6 @@ void
 test_cuda_train_add_start_sums(void)
 {
   g_test_add_func("/cuda-train/start-sums", test_start_sums_same_bits);
+  g_test_add_func("/cuda-train/descending", test_descending_same_bits);
   g_test_add_func("/cuda-train/relu-bits", test_relu_bits);
 }

@@ -9,6 +9,9 @@
 #include "tdm-backend-cuda-private.h"
 
 #define STREAM(b) tdm_backend_cuda_stream(b)
+/* The elementwise passes' direction (tdm-kernels.h): each follows a pass over the same
+ * tensor, the moments or the backward sums. */
+#define DESCENDING(b) (CUDA_B(b)->descending)
 
 /* The backend's scratch for the per-channel sums: the partials (two doubles a channel,
  * count in all) and the arrival counters beside them. */
@@ -66,7 +69,7 @@ tdm_cuda_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type, con
 {
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_bn_forward(y, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma, beta,
-                                    rows, channels, relu, STREAM(b)));
+                                    rows, channels, relu, DESCENDING(b), STREAM(b)));
 }
 
 void
@@ -75,8 +78,9 @@ tdm_cuda_bn_forward_add(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                         const float *beta, const float *a, int rows, int channels, bool relu)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b, tdm_k_bn_forward_add(y, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
-                                        beta, a, rows, channels, relu, STREAM(b)));
+    TDM_CUDA_OK(b,
+                tdm_k_bn_forward_add(y, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma, beta,
+                                     a, rows, channels, relu, DESCENDING(b), STREAM(b)));
 }
 
 void
@@ -88,7 +92,7 @@ tdm_cuda_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_t
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_bn_forward_bf16(y, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
                                          beta, a, a_type == TDM_DTYPE_BF16, rows, channels,
-                                         relu, bits, STREAM(b)));
+                                         relu, bits, DESCENDING(b), STREAM(b)));
 }
 
 void
@@ -98,9 +102,9 @@ tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x_type
                          int channels, bool relu)
 {
   if (tdm_cuda_begin(b))
-    TDM_CUDA_OK(b,
-                tdm_k_bn_forward_eval(y, x, x_type == TDM_DTYPE_BF16, running_mean, running_var,
-                                      gamma, beta, eps, rows, channels, relu, STREAM(b)));
+    TDM_CUDA_OK(b, tdm_k_bn_forward_eval(y, x, x_type == TDM_DTYPE_BF16, running_mean,
+                                         running_var, gamma, beta, eps, rows, channels, relu,
+                                         DESCENDING(b), STREAM(b)));
 }
 
 void
@@ -112,7 +116,7 @@ tdm_cuda_bn_relu_add_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_bn_relu_add_bf16(y, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
                                           beta, a, a_type == TDM_DTYPE_BF16, rows, channels,
-                                          STREAM(b)));
+                                          DESCENDING(b), STREAM(b)));
 }
 
 void
@@ -124,7 +128,7 @@ tdm_cuda_bn_forward_eval_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtyp
   if (tdm_cuda_begin(b))
     TDM_CUDA_OK(b, tdm_k_bn_forward_eval_bf16(y, x, x_type == TDM_DTYPE_BF16, running_mean,
                                               running_var, gamma, beta, eps, rows, channels,
-                                              relu, STREAM(b)));
+                                              relu, DESCENDING(b), STREAM(b)));
 }
 
 void
@@ -170,7 +174,7 @@ tdm_cuda_bn_backward_dx(TdmBackend *b, float *dx, const void *dy, TdmDtype dy_ty
     TDM_CUDA_OK(b, tdm_k_bn_backward_dx(dx, dy, dy_type == TDM_DTYPE_BF16, x,
                                         x_type == TDM_DTYPE_BF16, mean, invstd, gamma, beta,
                                         relu, sum_dgamma, sum_dbeta, inv_count, rows, channels,
-                                        STREAM(b)));
+                                        DESCENDING(b), STREAM(b)));
 }
 
 void
@@ -184,5 +188,5 @@ tdm_cuda_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const void *dy, TdmDty
     TDM_CUDA_OK(b, tdm_k_bn_backward_dx_bf16(dx, dy, dy_type == TDM_DTYPE_BF16, x,
                                              x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
                                              beta, relu, sum_dgamma, sum_dbeta, inv_count, rows,
-                                             channels, STREAM(b)));
+                                             channels, DESCENDING(b), STREAM(b)));
 }

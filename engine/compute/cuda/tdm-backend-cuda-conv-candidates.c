@@ -168,6 +168,20 @@ dx_type(const TdmConvArgs *a)
   return a->dx16 != NULL ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
 }
 
+/* Which chunk of `count` a call runs i-th: a forward's last first where the backend walks
+ * downwards (TANDEM_DESCENDING), so that its first reads find in L2 the end of the input
+ * that the pass before (the bn's moments, the conv that wrote it) left there, an upward
+ * walk's evicting it before getting there. A forward's samples are independent and each
+ * chunk keeps its samples, its size and so its plan: the same bits in either order. A
+ * weight gradient's chunk sums are added in the chunks' order and keep it; an input
+ * gradient reads the output gradient the bn's input-gradient pass just wrote
+ * downwards, whose start is what L2 holds. */
+static int
+chunk_in_order(TdmBackend *b, const TdmConvLayout *l, int count, int i)
+{
+  return l->dir == TDM_CONV_FORWARD && CUDA_B(b)->descending ? count - 1 - i : i;
+}
+
 /* The bf16 columns of samples [first, first + m) of the call's input (normalized as they
  * are gathered where a bn left its output to the conv). */
 static void
@@ -188,8 +202,9 @@ columns16(TdmBackend *b, const TdmConvArgs *a, uint16_t *col16, int first, int m
  * operations in the same chunks of samples (tdm-conv-columns.h), so the same bits. bf16
  * columns in a bf16 run, float32 ones otherwise; a chunk's columns at most
  * tdm_conv_chunk_bytes() of the run's precision (one sample's where they are more): the
- * forward and the input gradient chunk by chunk, the weight gradient the first chunk's
- * product and each next one's added in float32 (beta = 1), in the chunks' order. */
+ * forward (bf16 columns: in chunk_in_order()) and the input gradient chunk by chunk, the
+ * weight gradient the first chunk's product and each next one's added in float32
+ * (beta = 1), in the chunks' order. */
 static gboolean
 run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
 {
@@ -208,7 +223,9 @@ run_im2col(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
       return FALSE;
     if (mode != RUN)
       return TRUE;
-    for (int first = 0; first < n; first += chunk) {
+    int count = (n + chunk - 1) / chunk;
+    for (int i = 0; i < count; i++) {
+      int first = chunk_in_order(b, l, count, i) * chunk;
       int m = MIN(chunk, n - first), rows = m * (int)pixels;
       size_t out_at = (size_t)first * pixels * out_c;
       switch (l->dir) {
@@ -437,8 +454,9 @@ route_of(const TdmConvLayout *l, const TdmConvCandidate *c, const void *target, 
 /* A cuDNN plan, its operands staged where they are not aligned or not of its type; a
  * call whose input the engine writes itself in the candidate's chunks of samples
  * (cudnn_chunks()), each chunk's input written and convolved by the plan of its size
- * through the same scratch: a forward's output put in place chunk by chunk, a weight
- * gradient's chunks summed in float32 in their order (the same bits every run). */
+ * through the same scratch: a forward's output put in place chunk by chunk (in
+ * chunk_in_order()), a weight gradient's chunks summed in float32 in their order (the
+ * same bits every run). */
 static gboolean
 run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *arena,
           char **error)
@@ -541,7 +559,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
   cudaStream_t stream = CUDA_B(b)->stream;
   for (int i = 0; i < chunks.count; i++) {
     int m;
-    int first = tdm_conv_chunk_first(&chunks, i, &m);
+    int first = tdm_conv_chunk_first(&chunks, chunk_in_order(b, l, chunks.count, i), &m);
     const TdmCudnnPlan *plan = m == chunks.size ? c->plan : c->rest_plan;
     size_t count = l->dir == TDM_CONV_WGRAD ? w_count : (size_t)m * sample_result;
     void *dest = (char *)target + (size_t)first * sample_result * target_size;

@@ -46,7 +46,8 @@ tdm_cuda_im2col_bf16_bn(TdmBackend *b, uint16_t *col, const void *x, TdmDtype x_
   if (!tdm_cuda_begin(b))
     return;
   TDM_CUDA_OK(b, tdm_k_im2col_bf16_bn(col, x, x_type == TDM_DTYPE_BF16, mean, invstd, gamma,
-                                      beta, relu, n, h, w, c, kh, kw, pad, stride, STREAM(b)));
+                                      beta, relu, n, h, w, c, kh, kw, pad, stride,
+                                      CUDA_B(b)->descending, STREAM(b)));
 }
 
 void

@@ -56,6 +56,8 @@ typedef struct {
   int split_k;                 /* TDM_CUDA_SPLIT_K: -1 chooses, 0 never, else chunks */
   gboolean small_gemm;         /* TDM_CUDA_SMALL_GEMM=0 turns tdm_k_gemm_small off */
   int implicit_major;          /* compute capability for conv-implicit.cu; 0: off */
+  gboolean descending;         /* the bn's elementwise passes walk downwards (tdm-kernels.h);
+                                * TANDEM_DESCENDING=0: upwards, for A/B timings */
   int sm_count;
   int major;                   /* compute capability */
   char *gpu_name;              /* "NVIDIA H200", for messages */

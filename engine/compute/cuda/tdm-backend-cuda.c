@@ -570,6 +570,11 @@ tdm_backend_cuda_new(int ordinal, TdmPrecision precision, GError **error)
   cb->split_k = split != NULL ? (int)CLAMP(g_ascii_strtoll(split, NULL, 10), 0, 4096) : -1;
   const char *small = g_getenv("TDM_CUDA_SMALL_GEMM");
   cb->small_gemm = small == NULL || !g_str_equal(small, "0");
+  /* TANDEM_DESCENDING=0 walks the elementwise passes that follow a pass over the same
+   * tensor upwards, as before, and a conv over a bn's output its forward chunks first to
+   * last: the same bits, for timing the two in one build. */
+  const char *descending = g_getenv("TANDEM_DESCENDING");
+  cb->descending = descending == NULL || !g_str_equal(descending, "0");
 
   struct cudaDeviceProp prop;
   memset(&prop, 0, sizeof prop);
