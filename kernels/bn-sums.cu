@@ -107,9 +107,10 @@ bn_widen_row(float *v, const BnRow<V, uint16_t> &r)
 /* The block start's inputs for one row (SUM_START): a (in dy), the skip and the mask's
  * bits (a row's V channels start at a multiple of V, V dividing the channels and 32:
  * V bits of one word, tdm_relu_bits_from(), which the warp's threads share; an eighth
- * of a byte an element where the bf16 output it stands for was two), packed as loaded. A batch's rows are all loaded before its first dx store: a
- * load issued after a store waits behind it, the compiler being unable to move it past
- * one (dx may be a or the skip). A bf16 a with neither is a copy: nothing more to load. */
+ * of a byte an element where the bf16 output it stands for was two), packed as
+ * loaded. A batch's rows are all loaded before its first dx store: a load issued after
+ * a store waits behind it, the compiler being unable to move it past one (dx may be a
+ * or the skip). A bf16 a with neither is a copy: nothing more to load. */
 template <int V, typename D>
 struct BnStartRow {
   BnRow<V, D> d;

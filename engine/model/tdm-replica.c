@@ -37,8 +37,6 @@ tdm_replica_new_sized(TdmBackend *b, const TdmNetwork *net, int capacity, int ev
   return tdm_replica_new_planned(b, net, capacity, eval_capacity, 0, train, test, error);
 }
 
-/* The next piece of `bytes` of the activation arena from *at (tdm_replica_plan()'s
- * order: the input, then each layer's training_pieces()). */
 /* Layer i's buffers as replica r keeps them: tdm_replica_buffers_of()'s, with a bn's
  * output stored where r stores it (with_bn_store()). The plan sizes by the same rule. */
 static TdmLayerBuffers
@@ -49,6 +47,8 @@ replica_buffers(const TdmReplica *r, int i)
                        tdm_replica_buffers_of(r->net, i, b->kind, b->precision, r->stores_bf16));
 }
 
+/* The next piece of `bytes` of the activation arena from *at (tdm_replica_plan()'s
+ * order: the input, then each layer's training_pieces()). */
 static void *
 arena_take(TdmReplica *r, size_t *at, size_t bytes)
 {
