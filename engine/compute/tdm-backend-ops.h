@@ -121,7 +121,8 @@ struct _TdmBackendOps {
                           const float *gamma, const float *beta, bool relu,
                           const float *sum_dgamma, const float *sum_dbeta, float inv_count,
                           int rows, int channels);
-  /* Optional. */
+  /* Optional. dx may be dy (bf16) or x (bf16): each element is read before it is
+   * written (the replica's bn_dx_in_place() and bn_dx_over_input()). */
   void (*bn_backward_dx_bf16) (TdmBackend *b, uint16_t *dx, const void *dy, TdmDtype dy_type,
                                const void *x, TdmDtype x_type, const float *mean,
                                const float *invstd, const float *gamma, const float *beta,

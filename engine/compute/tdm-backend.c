@@ -147,8 +147,11 @@ tdm_backend_fail(TdmBackend *b, int code, const char *format, ...)
   va_end(args);
 
   g_mutex_lock(&b->error_lock);
-  if (b->error == NULL)
+  if (b->error == NULL) {
     b->error = g_error_new(TDM_ENGINE_ERROR, code, "%s: %s", b->name, message);
+    /* Where a replica's failure reaches the caller as its peers' ("has failed"). */
+    g_debug("%s: failed: %s", b->name, message);
+  }
   g_mutex_unlock(&b->error_lock);
   g_free(message);
 }

@@ -69,15 +69,22 @@ bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const void *dy, TdmDtype d
  * float32 gradient would only be written to be rounded. The rounding is to_bf16's:
  * the same bits. NULL where the float32 path stays. Where the bn's own output gradient
  * dy is bf16 in the gradient region and the conv passes no gradient on
- * (bn_dx_in_place(): torchvision's stem), in place over dy. */
+ * (bn_dx_in_place(): torchvision's stem), in place over dy; where the bn's input x is
+ * the conv's bf16 output (bn_dx_over_input()), over x. */
 static uint16_t *
-bn_dx_as_conv_dy16(TdmReplica *r, int i, int n, const void *dy, TdmDtype dy_type)
+bn_dx_as_conv_dy16(TdmReplica *r, int i, int n, const void *dy, TdmDtype dy_type,
+                   const void *x, TdmDtype x_type)
 {
-  if (!bn_dx_to_conv(r->net, i, tdm_replica_bn16(r->backend)) || r->conv_work[i - 1] != NULL)
+  gboolean bn16 = tdm_replica_bn16(r->backend);
+  if (!bn_dx_to_conv(r->net, i, bn16) || r->conv_work[i - 1] != NULL)
     return NULL;
-  if (bn_dx_in_place(r->net, i, r->stores_bf16, tdm_replica_bn16(r->backend))) {
+  if (bn_dx_in_place(r->net, i, r->stores_bf16, bn16)) {
     g_assert(dy_type == TDM_DTYPE_BF16 && in_gradient_region(r, dy));
     return (uint16_t *)dy;
+  }
+  if (bn_dx_over_input(r->net, i, r->stores_bf16, bn16)) {
+    g_assert(x != NULL && x_type == TDM_DTYPE_BF16);
+    return (uint16_t *)x;
   }
   /* At the workspace's start, where the conv's backward reads it whatever way it was
    * chosen; the workspace grows where it holds less (a shape it was not sized for), so
@@ -218,17 +225,18 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
                               l->out_h, l->out_w, TRUE);
     return;
   }
-  /* Its bn's input gradient as its conv's bf16 output gradient at the workspace's start
-   * (as bn_dx_as_conv_dy16() for a conv before a bn; both kinds of backend have
-   * bn_backward_dx_bf16: tdm_replica_gradient_bytes()); where the workspace cannot grow
-   * to hold it (a step being captured, which runs again eagerly; no memory, which stops
-   * the run), nothing that follows would count. */
+  /* Its bn's input gradient as its conv's bf16 output gradient (as bn_dx_as_conv_dy16()
+   * for a conv before a bn; both kinds of backend have bn_backward_dx_bf16:
+   * tdm_replica_gradient_bytes()): over the conv's output computed again, where no
+   * buffer keeps it (projection_output_recomputed(): into the free half of the gradient
+   * region, as the forward computed it; nothing reads it after the bn), else at the
+   * workspace's start; where the workspace cannot grow to hold it (a step being
+   * captured, which runs again eagerly; no memory, which stops the run), nothing that
+   * follows would count. */
   g_assert(tdm_replica_bn16(b));
   size_t rows = (size_t)n * pixels;
-  /* Its conv's output, where no buffer keeps it (projection_output_recomputed()),
-   * computed again as the forward did into the free half of the gradient region, before
-   * the bn's gradient asks for the workspace (the conv may grow it). */
   const float *proj = r->proj_conv[i];
+  uint16_t *dy16 = NULL;
   if (proj == NULL) {
     g_assert(in_gradient_region(r, *dx) && projection_type(r) == TDM_DTYPE_BF16);
     tdm_replica_conv_forward(r, *dx, (uint16_t *)*dx, r->acts[l->partner],
@@ -236,20 +244,23 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
                              begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
                              l->out_w);
     proj = *dx;
-  }
-  if (!tdm_replica_workspace_holds(r, rows * l->out_c * sizeof(uint16_t), 0))
+    dy16 = (uint16_t *)*dx;
+  } else if (!tdm_replica_workspace_holds(r, rows * l->out_c * sizeof(uint16_t), 0)) {
     return;
-  bn_backward(r, NULL, (uint16_t *)r->columns, *dy, type, proj, projection_type(r), n, pixels,
-              l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i], FALSE);
-  tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL, (const uint16_t *)r->columns,
+  }
+  bn_backward(r, NULL, dy16 != NULL ? dy16 : (uint16_t *)r->columns, *dy, type, proj,
+              projection_type(r), n, pixels, l->out_c, gamma, beta, false,
+              r->grads + l->bias_offset, r->bn_work[i], FALSE);
+  tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL,
+                            dy16 != NULL ? dy16 : (const uint16_t *)r->columns,
                             r->acts[l->partner], act_type(r, l->partner), NULL, r->cols[i],
                             NULL, w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
                             l->stride, l->out_h, l->out_w, FALSE);
   /* The compact input gradient, the pixels its 1×1 conv of no padding reads: that bf16
    * gradient times the bf16 weights, summed in float32, straight into the skip buffer
-   * (the workspace may have moved as the conv grew it; the gradient with it). */
+   * (at the workspace's start, it moved with the workspace where the conv grew it). */
   tdm_backend_gemm_bf16(b, false, false, (int)rows, begin->in_c, l->out_c, 1.0f,
-                        (const uint16_t *)r->columns, l->out_c,
+                        dy16 != NULL ? dy16 : (const uint16_t *)r->columns, l->out_c,
                         r->params16 + (w - r->params), begin->in_c, 0.0f, skip, begin->in_c);
 }
 
@@ -381,9 +392,9 @@ frozen_bn_again(TdmReplica *r, int i, int n, float *spare, gboolean need_dx, Tdm
 
 /* The stem's output, which has no buffer (stem_output_recomputed()), computed again from
  * the stored input into the gradient region's start for the bn after it, as the forward
- * wrote it there (the same call: the same bits); before that bn asks for its input
- * gradient's room at the workspace's start (the conv's forward uses the workspace, and
- * may grow it). The bn's output gradient is in the skip buffer, so the region is free. */
+ * wrote it there (the same call: the same bits); the bn writes its input gradient over
+ * it (bn_dx_over_input()). The bn's output gradient is in the skip buffer, so the region
+ * is free. */
 static const float *
 stem_output_again(TdmReplica *r, int n, const void *dy)
 {
@@ -515,7 +526,7 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_BN:
       if (i == 1 && x == NULL && stem_output_recomputed(net, 0, r->stores_bf16))
         x = stem_output_again(r, n, dy);
-      dx16 = bn_dx_as_conv_dy16(r, i, n, dy, dy_type);
+      dx16 = bn_dx_as_conv_dy16(r, i, n, dy, dy_type, x, act_type(r, i));
       bn_backward(r, dx, dx16, dy, dy_type, x, act_type(r, i), n, pixels, l->out_c, w,
                   r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i],
                   sums_ready == i);

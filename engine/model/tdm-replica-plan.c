@@ -239,9 +239,9 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
     }
     if (!l->projection)
       return TRUE; /* the ReLU's gradient into the skip buffer */
-    /* The ReLU's gradient in a half; its bn's gradient goes to the workspace as bf16,
-     * its compact input gradient straight into the skip buffer; its conv's output
-     * computed again in the other half (projection_output_recomputed()). */
+    /* The ReLU's gradient in a half; its conv's output computed again in the other half
+     * (projection_output_recomputed()), its bn's gradient over it as bf16 (else at the
+     * workspace's start), its compact input gradient straight into the skip buffer. */
     need_narrow(need, bytes);
     if (projection_output_recomputed(net, i, stores16))
       need_narrow(need, layer_out_floats(l) * sizeof(uint16_t));
@@ -255,8 +255,8 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
     break;
   case TDM_LAYER_BN:
     /* The stem's output again at grad_a for its bn (stem_output_recomputed()), whose
-     * output gradient is in the skip buffer and whose input gradient goes to the
-     * workspace. */
+     * output gradient is in the skip buffer and whose input gradient goes over it
+     * (bn_dx_over_input()). */
     if (i == 1 && stem_output_recomputed(net, 0, stores16)) {
       g_assert(dy_out && bytes == 0);
       need_wide(need, in * sizeof(uint16_t));
@@ -409,8 +409,10 @@ one_by_one_bytes(const TdmConvShape *s, gboolean columns, gboolean backward, gbo
  * columns (TdmConvComposition's y16 and dy16: tdm-replica-conv.c), forward (its output
  * stored as bf16, conv_output_bf16(), from a float32 input) or backward (its output
  * gradient written as bf16 by the bn after it, bn_dx_to_conv(): the first layer); and
- * whether that bf16 output gradient lies outside the workspace (*dy16_outside: the bn
- * wrote it in place in the gradient region, bn_dx_in_place()), whatever its columns. */
+ * whether the bf16 output gradient of its backward lies outside the workspace
+ * (*dy16_outside: the bn wrote it in place in the gradient region, bn_dx_in_place(), or
+ * over its input, the conv's output, bn_dx_over_input(); a projection's bn over its
+ * conv's output computed again, projection_output_recomputed()), whatever its columns. */
 static void
 staged_of(const TdmNetwork *net, int i, TdmPrecision precision, gboolean stores16,
           gboolean *y16, gboolean *dy16, gboolean *dy16_outside)
@@ -419,7 +421,9 @@ staged_of(const TdmNetwork *net, int i, TdmPrecision precision, gboolean stores1
   gboolean bf16 = precision == TDM_PRECISION_BF16;
   *y16 = conv && conv_output_bf16(net, i, stores16) && !input_bf16(net, i, stores16);
   *dy16 = conv && i + 1 < net->layer_count && bn_dx_to_conv(net, i + 1, bf16);
-  *dy16_outside = *dy16 && bn_dx_in_place(net, i + 1, stores16, bf16);
+  *dy16_outside = (*dy16 && (bn_dx_in_place(net, i + 1, stores16, bf16) ||
+                             bn_dx_over_input(net, i + 1, stores16, bf16))) ||
+                  projection_output_recomputed(net, i, stores16);
 }
 
 /* What the staged float32 way of conv call s takes of a CPU's workspace (the whole batch

@@ -210,8 +210,9 @@ bn_output_stored(const TdmNetwork *net, int i, gboolean stores16, size_t bn_stor
 }
 
 /* Whether bn layer i writes its input gradient as the bf16 output gradient of the conv
- * before it, at the workspace's start (tdm-replica-backward.c's bn_dx_as_conv_dy16(), which
- * grows the workspace where it holds less), so that no gradient buffer holds it: a
+ * before it, over its own input (bn_dx_over_input()), in place (bn_dx_in_place()) or at
+ * the workspace's start (tdm-replica-backward.c's bn_dx_as_conv_dy16(), which grows the
+ * workspace where it holds less), so that no gradient buffer holds it: a
  * bf16 run on a backend with bn_backward_dx_bf16 (bn16; every conv composed there, the
  * parameters' bf16 copy kept), a conv with no bias or ReLU of its own, and either bf16
  * columns both ways (columns, out_c ≤ its reduction), whose products read the gradient
@@ -246,6 +247,24 @@ bn_dx_in_place(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
   return i == 1 && bn_dx_to_conv(net, i, bn16) && i + 1 < net->layer_count &&
          net->layers[i + 1].kind == TDM_LAYER_POOL &&
          !tdm_layer_pool_tiles(&net->layers[i + 1]) && pool_dx_bf16(net, i + 1, stores16);
+}
+
+/* Whether bn layer i writes that bf16 gradient (bn_dx_to_conv()) over its own input, the
+ * conv's bf16 output (conv_output_bf16(): stored, or the stem's computed again at grad_a,
+ * stem_output_recomputed()), not at the workspace's start: nothing reads that output
+ * after the bn's backward (the conv has no bias and no ReLU of its own, so its backward
+ * reads its input and this gradient; the conv after the bn, which may gather its input
+ * from the bn's, went back before it; a block's start summed the bn's statistics before
+ * it), and bn_backward_dx_bf16 reads each element before it writes it. The conv's
+ * backward reads it there, and the workspace holds no copy: 268 MB of a CIFAR ResNet-18's
+ * first stage at 128 px and batch 128. */
+static inline gboolean conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16);
+
+static inline gboolean
+bn_dx_over_input(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16)
+{
+  return bn_dx_to_conv(net, i, bn16) && !bn_dx_in_place(net, i, stores16, bn16) &&
+         conv_output_bf16(net, i - 1, stores16);
 }
 
 /* Whether bn layer i, with a ReLU of its own, has no buffer in training because the
@@ -304,7 +323,7 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * the stored input, just before the bn's backward (tdm-replica-backward.c's
  * stem_output_again()): the network's first layer, its output stored as bf16 for the bn
  * after it (conv_output_bf16()), that bn writing its input gradient as the conv's bf16
- * output gradient at the workspace's start (bn_dx_to_conv(), not in place), and that
+ * output gradient over that output (bn_dx_to_conv(), bn_dx_over_input()), and that
  * bn's output gradient outside the region: the first block starts right after it and
  * keeps its gradients as bf16, its start's sum in the skip buffer (block_grad_bf16()).
  * The region is then free in the bn's forward and backward alike; the plan gives the
@@ -492,7 +511,7 @@ projection_bn_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * again from the block's stored input into the region's free half just before its bn's
  * backward (tdm-replica-backward.c's block_end_backward()), where the block keeps bf16
  * gradients (block_grad_bf16(): the ReLU's gradient in one half, the bn's input gradient
- * at the workspace's start, the conv's compact input gradient in the skip buffer). The
+ * over the conv's output, the conv's compact input gradient in the skip buffer). The
  * same call both times: the same bits. ResNet-18's three projections at 32 px, batch
  * 512: 58.7 MB for three 1×1 convs of 2.1 GFLOP each a step. */
 static inline gboolean
@@ -503,7 +522,8 @@ projection_output_recomputed(const TdmNetwork *net, int i, gboolean stores16)
 
 /* The skip gradient of residual block `end` as kept: *count elements of *type per
  * sample (block_grad_bf16()). A projection's buffer holds its compact input gradient
- * (float32: its bn's gradient goes to its conv's workspace as bf16), then the block's
+ * (float32: its bn's gradient goes to its conv as bf16, over the conv's output or at
+ * the workspace's start), then the block's
  * start's sum, the block's input gradient as bf16 (the first layer's float32 one fills
  * the gradient region then). */
 static inline void
@@ -523,7 +543,7 @@ skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
 }
 
 /* Bytes per element of the gradient layer i > 0 writes for its input in backward, as
- * written (0 where a bn writes it into its conv's workspace): tdm-replica-plan.c's plan of
+ * written (0 where a bn writes it as its conv's bf16 output gradient): tdm-replica-plan.c's plan of
  * the gradient region, and the backward walk's check that each write has its room. */
 size_t tdm_replica_input_grad_size (const TdmNetwork *net, int i, gboolean stores16,
                                     gboolean bn16);

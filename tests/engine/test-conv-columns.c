@@ -221,30 +221,34 @@ test_bytes(void)
 
 /* The plan's column workspace on a GPU in bf16: the most of the engine's budgets of each
  * call's column way, which the call's least-needing candidate needs no more than: beyond
- * the call's reservations (its output gradient as bf16 in backward, the weights' room),
- * twice what the column way takes, or that and 64 MiB. 224 px, batch 128 (evaluation
- * chunks of 128): the stem's weight gradient reserves only the weights' room (18,944
- * aligned: its output gradient as bf16 stays in the gradient region, where its bn wrote
- * it in place, bn_dx_in_place()), then 18 samples' columns (66,382,848: test_bytes):
- * 18,944 + 66,382,848 + 64 MiB = 133,510,656 with the budget (with its output gradient
- * in the workspace, 205,539,840 + 66,382,848 + 64 MiB = 339,031,552; 543,845,376 when the
- * budget doubled the reservations too). The most is now a layer1 3×3 conv's backward
- * (56 × 56 × 64, batch 128): its output gradient as bf16 and the weights' room
- * (51,380,224 + 73,728), 18 samples' columns (56·56·576·2 = 3,612,672 each) and 64 MiB:
- * 51,453,952 + 65,028,096 + 67,108,864 = 183,590,912; where the whole batch's float32
- * columns at the larger capacity were 1,010,494,464 at chunks of 137.
- * 32 px, batch 512: the most is the stem's weight gradient composed from its bn's bf16
- * gradient at the workspace's start (bn_dx_to_conv(): 27 taps for 64 outputs, float32
- * columns; no pool after the stem, so not in place), that gradient as bf16 (67,108,864)
- * and 180 samples' float32 columns and widened output gradient (180 × 1,024 × (27 + 64)
- * × 4 = 67,092,480 bytes): L = 134,201,344 bytes. Its reservations, R: that gradient and
- * the weights' room (64 × 27 × 2), aligned to 256: 67,112,448; beyond them 67,088,896,
- * less than 64 MiB, so the budget is L + 64 MiB = 201,310,208 (268,402,688 when the budget
- * doubled the reservations too). A 3×3 layer of 64 channels at 32 × 32 in backward, its
- * output gradient as bf16 (67,108,864) and the weights' room (73,728), then 56 samples'
- * columns (1,179,648 bytes each, 66,060,288): 133,242,880 bytes, 67,182,592 + 66,060,288
- * + 64 MiB = 200,351,744 with the budget, 958,464 less. The whole columns were
- * 1,274,019,840 at chunks of 540. The CPU keeps the whole batch's float32 columns. */
+ * the call's reservations (its output gradient as bf16 in backward where it lies in the
+ * workspace, the weights' room), twice what the column way takes, or that and 64 MiB.
+ * Every bn here writes its conv's bf16 output gradient outside the workspace: over the
+ * conv's output (bn_dx_over_input()), or in place in the gradient region (torchvision's
+ * stem, bn_dx_in_place()), so a backward reserves only the weights' room.
+ * 224 px, batch 128 (evaluation chunks of 128): the stem's weight gradient reserves
+ * 18,944 bytes, then 18 samples' columns (66,382,848: test_bytes): 18,944 + 66,382,848 +
+ * 64 MiB = 133,510,656 with the budget (with its output gradient in the workspace,
+ * 205,539,840 + 66,382,848 + 64 MiB = 339,031,552; 543,845,376 when the budget doubled
+ * the reservations too). A layer1 3×3 conv's backward (56 × 56 × 64): the weights' room
+ * (73,728), 18 samples' columns (56·56·576·2 = 3,612,672 each) and 64 MiB: 132,210,688
+ * (183,590,912 with its output gradient, 51,380,224, in the workspace). The most is a
+ * layer3 3×3 conv's (14 × 14 × 256): the weights' room (256 × 2,304 × 2 = 1,179,648),
+ * 74 samples' columns (14·14·2,304·2 = 903,168 each: 66,834,432; 75 would pass 64 MiB)
+ * and 64 MiB: 135,122,944; layer4's (7 × 7 × 512) takes the batch's 128 samples,
+ * 4,718,592 + 57,802,752 + 64 MiB = 129,630,208. The whole batch's float32 columns at
+ * the larger capacity were 1,010,494,464 at chunks of 137.
+ * 32 px, batch 512: the stem's weight gradient is composed from its bn's bf16 gradient
+ * over its output computed again at grad_a (stem_output_recomputed(), 27 taps for 64
+ * outputs, float32 columns): the weights' room (64 × 27 × 2, aligned to 256: 3,584) and
+ * 180 samples' float32 columns and widened output gradient (180 × 1,024 × (27 + 64) × 4
+ * = 67,092,480 bytes); with its output gradient at the workspace's start (67,108,864 more)
+ * it was the most, 201,310,208. The most is now layer4's 3×3 conv's backward (4 × 4 ×
+ * 512): the weights' room (4,718,592), 455 samples' columns (4·4·4,608·2 = 147,456 each:
+ * 67,092,480) and 64 MiB: 138,919,936; a 3×3 layer of 64 channels at 32 × 32, the
+ * weights' room (73,728) and 56 samples' columns (1,179,648 each, 66,060,288) and
+ * 64 MiB, 133,242,880. The whole columns were 1,274,019,840 at chunks of 540. The CPU
+ * keeps the whole batch's float32 columns. */
 static void
 test_plan(void)
 {
@@ -253,12 +257,27 @@ test_plan(void)
   g_assert_no_error(error);
   g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
   g_assert_no_error(error);
+  const TdmPrecision bf16 = TDM_PRECISION_BF16;
   TdmReplicaPlan gpu = tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
-  g_assert_cmpuint(gpu.columns, ==, 51453952 + 65028096 + 64 * MIB);
+  g_assert_cmpuint(gpu.columns, ==, 1179648 + 66834432 + 64 * MIB);
+  TdmConvShape layer3 = {128, 14, 14, 256, 256, 3, 1, 1};
+  g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&layer3, TDM_CONV_WGRAD, TRUE, TRUE), ==,
+                   1179648);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer3, TDM_CONV_WGRAD, bf16, FALSE, TRUE), ==,
+                   1179648 + 74 * (size_t)903168);
+  g_assert_cmpuint(75 * (size_t)903168, >, 64 * MIB);
+  g_assert_cmpuint(tdm_conv_budget_beyond(1179648 + 66834432, 1179648, bf16), ==,
+                   1179648 + 66834432 + 64 * MIB);
+  /* The layer1 conv's, below it; with its output gradient in the workspace, above. */
+  TdmConvShape layer1 = {128, 56, 56, 64, 64, 3, 1, 1};
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer1, TDM_CONV_WGRAD, bf16, FALSE, TRUE), ==,
+                   73728 + 65028096);
+  g_assert_cmpuint(tdm_conv_budget_beyond(73728 + 65028096, 73728, bf16), ==, 132210688);
   g_assert_cmpuint(51453952, ==, (128 * 56 * 56 * 64 * 2 + 64 * 576 * 2 + 255) / 256 * 256);
+  g_assert_cmpuint(tdm_conv_budget_beyond(51453952 + 65028096, 51453952, bf16), ==,
+                   183590912);
   g_assert_cmpuint(65028096, ==, 18 * 56 * 56 * 576 * 2);
   g_assert_cmpuint(205539840 + 66382848, ==, 271922688);
-  const TdmPrecision bf16 = TDM_PRECISION_BF16;
   g_assert_cmpuint(tdm_conv_budget_beyond(271922688, 205539840, bf16), ==, 339031552);
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
   g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&stem, TDM_CONV_WGRAD, TRUE, TRUE), ==,
@@ -275,24 +294,27 @@ test_plan(void)
                    ==, gpu.columns);
   TdmReplicaPlan small =
       tdm_replica_plan(cifar, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 512, 512);
-  size_t stem_least = 67108864 + 180 * 1024 * (27 + 64) * 4;
-  g_assert_cmpuint(stem_least, ==, 134201344);
   TdmConvShape cifar_stem = {512, 32, 32, 3, 64, 3, 1, 1};
+  g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&cifar_stem, TDM_CONV_WGRAD, TRUE, TRUE), ==,
+                   3584);
   g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&cifar_stem, TDM_CONV_WGRAD, TRUE, FALSE), ==,
                    (67108864 + 64 * 27 * 2 + 255) / 256 * 256);
-  g_assert_cmpuint(stem_least - 67112448, <, 64 * MIB);
   /* Its float32 columns in the bf16 run's chunks (64 MiB: 180 samples), and the bf16
    * run's slack: the run's precision decides, not the columns' type. */
   g_assert_cmpint(tdm_conv_staged_chunk(&cifar_stem, tdm_conv_columns_bound(TDM_BACKEND_CUDA,
                                                                             bf16)),
                   ==, 180);
-  g_assert_cmpuint(tdm_conv_budget_beyond(stem_least, 67112448, bf16), ==,
-                   stem_least + 64 * MIB);
-  g_assert_cmpuint(small.columns, ==, stem_least + 64 * MIB);
-  g_assert_cmpuint(small.columns, ==, 201310208);
+  size_t stem_least = 67108864 + 180 * 1024 * (27 + 64) * 4;
+  g_assert_cmpuint(tdm_conv_budget_beyond(stem_least, 67112448, bf16), ==, 201310208);
+  /* layer4's, the most. */
+  TdmConvShape layer4 = {512, 4, 4, 512, 512, 3, 1, 1};
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer4, TDM_CONV_WGRAD, bf16, FALSE, TRUE), ==,
+                   4718592 + 455 * (size_t)147456);
+  g_assert_cmpuint(455 * (size_t)147456, ==, 67092480);
+  g_assert_cmpuint(small.columns, ==, 4718592 + 67092480 + 64 * MIB);
+  g_assert_cmpuint(small.columns, ==, 138919936);
   /* The widest 3×3 layer's, below it. */
-  g_assert_cmpuint(67182592 + 66060288, ==, 133242880);
-  g_assert_cmpuint(tdm_conv_budget_beyond(133242880, 67182592, bf16), ==, 200351744);
+  g_assert_cmpuint(73728 + 66060288 + 64 * MIB, ==, 133242880);
   g_test_message(
       "column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
       "columns %zu), 32 px b512 %zu bytes (%zu)",
@@ -396,28 +418,39 @@ step(TdmPrecision precision, size_t bound, const TdmDatasetPair *data, size_t *w
 
 /* The workspace of the step spelt out from the layers: each conv with columns (a
  * projection's 1×1 of stride 2 among them) takes its chunk of columns (the whole batch's
- * where bound is 0), bf16 after the whole output gradient as bf16 where its outputs are
- * no more than its taps in bf16, else float32; a conv the CPU runs whole (Winograd, in
- * fp32) its scratch. */
+ * where bound is 0), bf16 where its outputs are no more than its taps in bf16 (after the
+ * whole output gradient as bf16, unless the bn after it wrote that over the conv's
+ * output: bn_dx_over_input(), a projection's bn over its conv's output computed again,
+ * projection_output_recomputed()), else float32; a 1×1 conv of no padding, bf16 chunks of
+ * its input the same way; a conv the CPU runs whole (Winograd, in fp32) its scratch. */
 static size_t
 chunked_bytes(const TdmNetwork *net, TdmPrecision precision, size_t bound)
 {
+  gboolean stores16 = tdm_replica_stores_bf16(TDM_BACKEND_CPU, precision);
   size_t most = 0;
   for (int i = 0; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
     TdmLayerBuffers buf = tdm_replica_layer_buffers(net, i, TDM_BACKEND_CPU, precision);
     most = MAX(most, buf.conv_work * sizeof(float));
-    if (buf.columns == 0)
+    /* A 1×1 conv of no padding has no columns of its own; in bf16 its input goes as bf16
+     * chunks, after its output gradient as bf16 in backward. */
+    gboolean direct = precision == TDM_PRECISION_BF16 && l->kind == TDM_LAYER_CONV &&
+                      l->kernel == 1 && l->pad == 0;
+    if (buf.columns == 0 && !direct)
       continue;
     size_t taps = l->kind == TDM_LAYER_RES_END ? (size_t)net->layers[l->partner].in_c
                                                : (size_t)l->kernel * l->kernel * l->in_c;
     size_t out = (size_t)l->out_c, pixels = (size_t)l->out_h * l->out_w;
-    gboolean bf16 = precision == TDM_PRECISION_BF16 && out <= taps;
+    gboolean bf16 = precision == TDM_PRECISION_BF16 && (out <= taps || direct);
     size_t size = bf16 ? 2 : 4;
     size_t chunk =
         bound == 0 ? BATCH : MIN((size_t)BATCH, MAX(bound / (pixels * taps * size), (size_t)1));
     size_t bytes = chunk * pixels * taps * size;
-    if (bf16)
+    gboolean outside = l->kind == TDM_LAYER_RES_END
+                           ? projection_output_recomputed(net, i, stores16)
+                           : i + 1 < net->layer_count &&
+                                 bn_dx_over_input(net, i + 1, stores16, stores16);
+    if (bf16 && !outside)
       bytes += (size_t)BATCH * pixels * out * 2;
     most = MAX(most, bytes);
   }

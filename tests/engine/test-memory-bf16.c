@@ -249,8 +249,16 @@ test_bf16_block_gradients(void)
      * gradients and the blocks' ReLU gradients are float32 then) is written while the
      * gradient it comes from is in the gradient region, so a half must hold it; stored as
      * bf16, a half holds 65,536 bytes (below). */
+    /* And on a GPU the column workspace: stored as bf16, each bn writes its conv's bf16
+     * output gradient over the conv's output (bn_dx_over_input(); the stem's over its
+     * output computed again at grad_a), so the most is layer4's 3×3 conv's backward
+     * (test-conv-columns' plan: 138,919,936), where float32 storage keeps the stem bn's
+     * at the stem conv's workspace start (201,310,208). The CPU's whole float32 columns
+     * are the same either way. */
+    size_t columns = kind == TDM_BACKEND_CUDA ? 201310208 - 138919936 : 0;
+    g_assert_cmpuint(without.columns - with.columns, ==, columns);
     g_assert_cmpuint(without.workspace - with.workspace, ==,
-                     67108864 + 2 * 512 * (size_t)(262144 - 65536));
+                     67108864 + 2 * 512 * (size_t)(262144 - 65536) + columns);
     /* The whole workspace, from the layers: the column workspace, the bns' small
      * buffers, the skip buffer, the gradient region (two halves of 16×16×128 bf16
      * values: the widest gradients, the first blocks' first convs' input gradients and
@@ -314,9 +322,10 @@ test_bf16_block_gradients(void)
     g_assert_cmpuint(tdm_replica_gradient_bytes(tv, kind, TDM_PRECISION_BF16), ==, 802816);
     /* On a GPU the stem bn's bf16 gradient goes in place over the pool's in the region
      * (bn_dx_in_place(): bf16 storage only), so the stem conv's weight gradient reserves
-     * none of the workspace for it, and the column bound is set by a layer1 conv's
-     * backward (test-conv-columns's test_plan): 339,031,552 → 183,590,912. */
-    size_t in_place = kind == TDM_BACKEND_CUDA ? 339031552 - 183590912 : 0;
+     * none of the workspace for it, and each other bn's over its conv's output
+     * (bn_dx_over_input()), so the column bound is set by a layer3 conv's backward
+     * (test-conv-columns's test_plan): 339,031,552 → 135,122,944. */
+    size_t in_place = kind == TDM_BACKEND_CUDA ? 339031552 - 135122944 : 0;
     g_assert_cmpuint(without.workspace - with.workspace, ==, 51380224 + 616562688 + in_place);
   }
   /* The estimates of bench/NOTES.md (a GPU, the evaluation chunk as a run picks it). */
@@ -351,7 +360,10 @@ test_bf16_block_gradients(void)
      * 201,310,208 at 32 px (the stem's widened weight gradient, 134,201,344, and 64 MiB)
      * and 543,845,376 → 339,031,552 at 224 px; there no copy of the stem's output
      * gradient in the workspace (its bn writes it in place over the pool's in the
-     * gradient region), 339,031,552 → 183,590,912. At 32 px the stem conv's bf16
+     * gradient region), 339,031,552 → 183,590,912; and no bn's gradient for its conv in
+     * the workspace (each writes it over the conv's output, bn_dx_over_input()): the
+     * bound is a layer's 3×3 conv's backward, 201,310,208 → 138,919,936 at 32 px (layer4)
+     * and 183,590,912 → 135,122,944 at 224 px (layer3). At 32 px the stem conv's bf16
      * output, 512 × 32×32×64 × 2 bytes, is not kept (stem_output_recomputed()), nor
      * the projections' conv outputs, 512 × 57,344 × 2 (projection_output_recomputed());
      * at 224 px theirs too, 128 × (28×28×128 + 14×14×256 + 7×7×512) × 2 (the evaluation
@@ -361,13 +373,13 @@ test_bf16_block_gradients(void)
      * more. */
     static const size_t totals[] = {
         2071893652 - 2 * 512 * (size_t)131072 - 402673664 - 2 * 512 * (size_t)65536 -
-            (266485760 - 201310208) - 512 * (size_t)65536 * sizeof(uint16_t) -
+            (266485760 - 138919936) - 512 * (size_t)65536 * sizeof(uint16_t) -
             512 * (size_t)57344 * sizeof(uint16_t) + 512 * (size_t)245760 / 8,
         4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
             128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
             128 * (size_t)802816 * sizeof(uint16_t) -
             128 * (size_t)200704 * (sizeof(int32_t) - sizeof(uint8_t)) -
-            (543845376 - 183590912) -
+            (543845376 - 135122944) -
             128 * (size_t)(100352 + 50176 + 25088) * sizeof(uint16_t) +
             128 * 2 * (size_t)(200704 + 100352 + 50176 + 25088) / 8};
     g_assert_cmpuint(bf16_relu_bits_bytes(rows[k].net, (size_t)rows[k].batch), ==,
@@ -422,15 +434,15 @@ planned_step_clear(PlannedStep *s)
 
 /* A stem of few input channels on float32 columns in bf16 (9 taps for 64 outputs: no
  * bf16 product): its forward stages each chunk's float32 product beside its columns
- * before rounding it into its bf16 output, and its bn hands it its gradient as bf16 at
- * the workspace's start, which its weight gradient widens a chunk at a time beside its
- * columns (TdmConvComposition's y16, dy16): neither takes the gradient region. On the
- * CPU (the whole batch one chunk) at capacity 8: the backward's gradient as bf16 (8 ×
- * 784 × 64 × 2 = 802,816 bytes), float32 columns (8 × 784 × 9 × 4 = 225,792) and the
- * widened gradient (8 × 784 × 64 × 4 = 1,605,632): 2,634,240 bytes, more than the
- * forward's columns and product (1,831,424) or the columns alone. A replica allocates
- * what the estimate says, and a training step holds no more at any time (the workspace
- * never grew), its gradients finite and the stem's not zero. */
+ * before rounding it into its bf16 output, and its bn hands it its gradient as bf16 over
+ * that output (bn_dx_over_input()), which its weight gradient widens a chunk at a time
+ * beside its columns (TdmConvComposition's y16, dy16): neither takes the gradient
+ * region, nor the gradient as bf16 the workspace (8 × 784 × 64 × 2 = 802,816 bytes
+ * more at its start). On the CPU (the whole batch one chunk) at capacity 8: float32
+ * columns (8 × 784 × 9 × 4 = 225,792) and the widened gradient, or the forward's
+ * product (8 × 784 × 64 × 4 = 1,605,632): 1,831,424 bytes either way. A replica
+ * allocates what the estimate says, and a training step holds no more at any time (the
+ * workspace never grew), its gradients finite and the stem's not zero. */
 static void
 test_bf16_stem(void)
 {
@@ -439,7 +451,7 @@ test_bf16_stem(void)
       tdm_network_new("conv64k3p1,bn,relu,gap,fc10", 28, 28, 1, 10, &error);
   g_assert_no_error(error);
   TdmReplicaPlan p = tdm_replica_plan(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 8, 8);
-  g_assert_cmpuint(p.columns, ==, 802816 + 225792 + 1605632);
+  g_assert_cmpuint(p.columns, ==, 225792 + 1605632);
   PlannedStep s;
   planned_step_run(&s, net, 8, 7);
   const float *grads = s.grads;

@@ -58,10 +58,12 @@ step_with_columns(const char *spec, TdmPrecision precision, size_t columns,
 /* The workspace a replica without a convolution engine grows to for one training step
  * of `batch` samples, spelt out from the layers: each conv's columns, as bf16 where its
  * outputs are no more than its taps in a bf16 run (then after the bf16 output gradient
- * in backward; the weights' bf16 copy is params16's), else as float32. */
+ * in backward, unless the bn after the conv wrote that over the conv's output,
+ * bn_dx_over_input(); the weights' bf16 copy is params16's), else as float32. */
 static size_t
 own_columns_bytes(const TdmNetwork *net, TdmPrecision precision, int batch)
 {
+  gboolean stores16 = tdm_replica_stores_bf16(TDM_BACKEND_CPU, precision);
   size_t most = 0;
   for (int i = 0; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
@@ -69,7 +71,8 @@ own_columns_bytes(const TdmNetwork *net, TdmPrecision precision, int batch)
       continue;
     size_t rows = (size_t)batch * l->out_h * l->out_w;
     size_t k = (size_t)l->kernel * l->kernel * l->in_c, out = (size_t)l->out_c;
-    size_t bytes = precision == TDM_PRECISION_BF16 && out <= k ? rows * (k + out) * 2
+    gboolean over = i + 1 < net->layer_count && bn_dx_over_input(net, i + 1, stores16, stores16);
+    size_t bytes = precision == TDM_PRECISION_BF16 && out <= k ? rows * (k + (over ? 0 : out)) * 2
                                                               : rows * k * 4;
     most = MAX(most, bytes);
   }
