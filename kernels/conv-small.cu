@@ -693,6 +693,28 @@ small_shape(int n, int h, int w, int c, int out_c, int kernel, int pad, int stri
   return true;
 }
 
+/* Lets kernel take as much dynamic shared memory as a block of the device may opt in to
+ * (beyond its static shared memory): the same value from every thread. Setting each
+ * plan's own size raced where replicas on one GPU launch the kernel with different plans
+ * at once: a launch between another thread's lower setting and its own failed with
+ * cudaErrorInvalidValue. The launch itself asks for its plan's size. */
+template <typename K>
+static cudaError_t
+small_allow_shared(K kernel)
+{
+  int device = 0, most = 0;
+  cudaFuncAttributes fa;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (err == cudaSuccess)
+    err = cudaFuncGetAttributes(&fa, kernel);
+  if (err == cudaSuccess)
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               most - (int)fa.sharedSizeBytes);
+  return err;
+}
+
 /* One wave of the forward's blocks: the device's multiprocessors times the blocks
  * each holds (the grid loops over the rest of the tiles; the results do not depend
  * on it). */
@@ -703,8 +725,7 @@ small_forward_launch(Y *y, const X *x, const uint16_t *w, const SmallShape &s,
 {
   void (*kernel)(Y *, const X *, const uint16_t *, SmallShape, BnGather) =
       conv_small_forward_kernel<BN, BNORM, X, Y>;
-  cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.fwd_smem);
+  cudaError_t err = small_allow_shared(kernel);
   int device = 0, sms = 0, per_sm = 0;
   if (err == cudaSuccess)
     err = cudaGetDevice(&device);
@@ -782,16 +803,14 @@ small_wgrad_launch(float *partials, const uint16_t *dy, const void *x, bool x16,
   dim3 grid((unsigned)p.splits, (unsigned)p.kchunks, (unsigned)(s.out_c / OB));
   cudaError_t err;
   if (x16) {
-    err = cudaFuncSetAttribute(conv_small_wgrad_kernel<OB, BNORM, uint16_t>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.wgrad_smem);
+    err = small_allow_shared(conv_small_wgrad_kernel<OB, BNORM, uint16_t>);
     if (err != cudaSuccess)
       return err;
     conv_small_wgrad_kernel<OB, BNORM, uint16_t><<<grid, TDM_K_SMALL_THREADS, p.wgrad_smem,
                                                    stream>>>(
         partials, dy, (const uint16_t *)x, s, p.split_tiles, p.pixel_groups, bn);
   } else {
-    err = cudaFuncSetAttribute(conv_small_wgrad_kernel<OB, BNORM, float>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.wgrad_smem);
+    err = small_allow_shared(conv_small_wgrad_kernel<OB, BNORM, float>);
     if (err != cudaSuccess)
       return err;
     conv_small_wgrad_kernel<OB, BNORM, float><<<grid, TDM_K_SMALL_THREADS, p.wgrad_smem,
