@@ -328,7 +328,11 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
     tdm_backend_add(b, *dy, skip, count);
     return;
   }
-  uint16_t *sum = (uint16_t *)r->skip_grad[l->partner];
+  /* Into the skip buffer of the end below where it takes it there (another window's, at
+   * the windows' split: TdmGradientWindows), else this block's. */
+  uint16_t *sum = (uint16_t *)r->skip_grad[sum_to_end_below(net, i, r->stores_bf16)
+                                               ? i - 1
+                                               : l->partner];
   const uint32_t *mask = relu_mask_before(r, i);
   int k = start_sums_bn(r, i, mask != NULL);
   if (k >= 0) {
@@ -342,7 +346,7 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
       tdm_backend_add_strided_bf16(b, *dy, *dy_type, *dy, *dy_type, skip, n, l->in_h, l->in_w,
                                    l->in_c, end->stride);
     tdm_backend_add_relu_backward_bn_sums_bf16(
-        b, sum, *dy, *dy_type, end->projection ? NULL : sum, mask, r->acts[k], act_type(r, k),
+        b, sum, *dy, *dy_type, end->projection ? NULL : (const uint16_t *)skip, mask, r->acts[k], act_type(r, k),
         saved, saved + bn->out_c, gamma, r->params + bn->bias_offset, bn->fused_relu,
         n * bn->out_h * bn->out_w, bn->out_c, dgamma, dgamma + bn->out_c);
     *sums_ready = k;
@@ -412,6 +416,7 @@ tdm_replica_backward(TdmReplica *r, int n)
 {
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
+  tdm_replica_use_window(r, net->layer_count - 1);
   float *dy = r->grad_a, *dx = r->grad_b;
   /* dy as bf16 where the bn after a conv wrote it (at the workspace's start, or in place
    * in the gradient region), dy itself then not read; else NULL. */
@@ -424,6 +429,7 @@ tdm_replica_backward(TdmReplica *r, int n)
   const int stop = r->backward_stop;
   for (int i = net->layer_count - 1; i >= stop; i--) {
     const TdmLayer *l = &net->layers[i];
+    tdm_replica_use_window(r, i);
     const float *x = r->acts[i];
     const float *y = r->acts[i + 1];
     const float *w = r->params + l->weight_offset;

@@ -246,6 +246,8 @@ tdm_replica_forward(TdmReplica *r, int n, TdmPassMode mode)
   }
   for (int i = first; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];
+    if (!r->inferring)
+      tdm_replica_use_window(r, i);
     /* A bn's output that has no buffer (bn_output_to_conv()) but that a frozen bn
      * writes all the same goes to the gradient buffer, free until the loss. */
     const float *x = r->acts[i] != NULL ? r->acts[i] : r->grad_a;

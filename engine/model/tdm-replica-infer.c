@@ -194,6 +194,8 @@ tdm_replica_infer_begin(TdmReplica *r)
 {
   g_assert(!r->inferring);
   swap_layout(r);
+  /* The high window, apart from the arena that the pass's buffers lie over. */
+  tdm_replica_use_window(r, r->net->layer_count - 1);
   r->inferring = TRUE;
 }
 

@@ -277,20 +277,41 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
  * wide as what is written there beside something live, and the two together as wide
  * as what is written there alone; a multiple of 64 bytes, so that grad_b starts
  * aligned. */
+/* A region's half, bytes a sample, for what `need` says, in 64-byte steps. */
+static size_t
+half_of(const RegionNeed *need)
+{
+  size_t half = MAX(need->narrow, (need->wide + 1) / 2);
+  return (half + 63) / 64 * 64;
+}
+
+/* The halves of the two windows' gradient regions (TdmGradientWindows), bytes a sample:
+ * the layers before split use the low window's, the others the high one's. Backward
+ * writes the loss's gradient (the logits') at the high window's grad_a, then each layer
+ * i > 0 its input's; the pool of a fused first conv stops there and writes none, so the
+ * conv's output, often the largest activation, needs no gradient buffer. Where the walk
+ * crosses from one window to the other, the gradient it carries is where the layer left
+ * it (a block's start's sum in a skip buffer, outside either region: dy_out). */
+static void
+gradient_halves(const TdmNetwork *net, gboolean stores16, gboolean bn16, int split,
+                size_t *low, size_t *high)
+{
+  RegionNeed needs[2] = {{0, 0}, {(size_t)net->classes * sizeof(float), 0}};
+  for (int i = 0; i < net->layer_count; i++)
+    forward_region(net, i, stores16, &needs[i >= split]);
+  gboolean dy_out = FALSE;
+  for (int i = net->layer_count - 1; i >= 1 && !(i == 1 && conv_pool_first(net)); i--)
+    dy_out = backward_region(net, i, stores16, bn16, dy_out, &needs[i >= split]);
+  *low = half_of(&needs[0]);
+  *high = half_of(&needs[1]);
+}
+
 size_t
 tdm_replica_gradient_bytes_of(const TdmNetwork *net, gboolean stores16, gboolean bn16)
 {
-  /* Backward writes the loss's gradient (the logits') at grad_a, then each layer i > 0
-   * its input's; the pool of a fused first conv stops there and writes none, so the
-   * conv's output, often the largest activation, needs no gradient buffer. */
-  RegionNeed need = {(size_t)net->classes * sizeof(float), 0};
-  for (int i = 0; i < net->layer_count; i++)
-    forward_region(net, i, stores16, &need);
-  gboolean dy_out = FALSE;
-  for (int i = net->layer_count - 1; i >= 1 && !(i == 1 && conv_pool_first(net)); i--)
-    dy_out = backward_region(net, i, stores16, bn16, dy_out, &need);
-  size_t half = MAX(need.narrow, (need.wide + 1) / 2);
-  return (half + 63) / 64 * 64;
+  size_t low, high;
+  gradient_halves(net, stores16, bn16, 0, &low, &high);
+  return high;
 }
 
 size_t
@@ -519,14 +540,29 @@ tdm_replica_shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind,
                                  TdmPrecision precision, gboolean stores16, size_t *widths,
                                  size_t *skips)
 {
+  tdm_replica_block_buffers_in(net, kind, precision, stores16, 0, net->layer_count, widths,
+                               skips);
+}
+
+void
+tdm_replica_block_buffers_in(const TdmNetwork *net, TdmBackendKind kind,
+                             TdmPrecision precision, gboolean stores16, int lo, int hi,
+                             size_t *widths, size_t *skips)
+{
   int levels = tdm_replica_infer_count(net) - 2;
   g_autofree size_t *w = g_new0(size_t, MAX(levels, 1));
-  for (int i = 0; i < net->layer_count; i++) {
+  for (int i = lo; i < hi; i++) {
     TdmLayerBuffers buf = tdm_replica_buffers_of(net, i, kind, precision, stores16);
     if (buf.skip > 0) {
-      int level = net->layers[i].depth;
+      const TdmLayer *l = &net->layers[i];
+      int level = l->depth;
       g_assert(level >= 1 && level <= levels);
-      w[level - 1] = MAX(w[level - 1], buf.skip * tdm_dtype_size(buf.skip_type));
+      size_t bytes = buf.skip * tdm_dtype_size(buf.skip_type);
+      /* A projection block whose start hands its sum to the end below it
+       * (sum_to_end_below()) keeps only its compact input gradient. */
+      if (l->projection && l->partner == lo && sum_to_end_below(net, lo, stores16))
+        bytes = (size_t)l->out_h * l->out_w * net->layers[lo].in_c * sizeof(float);
+      w[level - 1] = MAX(w[level - 1], bytes);
     }
   }
   *skips = 0;
@@ -535,6 +571,66 @@ tdm_replica_shared_block_buffers(const TdmNetwork *net, TdmBackendKind kind,
     if (widths != NULL)
       widths[k] = w[k];
   }
+}
+
+/* TANDEM_GRADIENT_WINDOWS=0: one window, the buffers apart from the arena (for A/B and
+ * the same-bits tests). */
+static gboolean
+windows_allowed(void)
+{
+  const char *v = g_getenv("TANDEM_GRADIENT_WINDOWS");
+  return v == NULL || !g_str_equal(v, "0");
+}
+
+/* The low window's bytes for cap samples: its skip buffer, then its region. */
+static size_t
+low_window_bytes(const TdmGradientWindows *w, size_t cap)
+{
+  return TDM_WINDOW_PIECE(cap * w->low_skip) + 2 * cap * w->low_half;
+}
+
+TdmGradientWindows
+tdm_replica_gradient_windows(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
+                             gboolean stores16, gboolean bn16, size_t bn_store, size_t cap)
+{
+  int n = net->layer_count;
+  /* ends[i]: where the arena's pieces of the layers before i end (the input's first). */
+  g_autofree size_t *ends = g_new(size_t, n + 1);
+  ends[0] = arena_piece(cap * net->in_h * net->in_w * net->in_c * sizeof(float));
+  for (int i = 0; i < n; i++) {
+    TdmLayerBuffers buf = with_bn_store(net, i, stores16, bn_store,
+                                        tdm_replica_buffers_of(net, i, kind, precision, stores16));
+    ends[i + 1] = ends[i] + training_pieces(&buf, cap);
+  }
+  TdmGradientWindows best = {0};
+  size_t skips;
+  tdm_replica_shared_block_buffers(net, kind, precision, stores16, NULL, &skips);
+  best.high_skip = skips;
+  best.high_half = tdm_replica_gradient_bytes_of(net, stores16, bn16);
+  best.arena = ends[n];
+  if (!stores16 || cap == 0 || tdm_replica_infer_count(net) - 2 != 1 || !windows_allowed())
+    return best;
+  size_t best_cost = cap * (best.high_skip + 2 * best.high_half);
+  int open = 0;
+  for (int s = 1; s < n; s++) {
+    const TdmLayer *l = &net->layers[s];
+    open += net->layers[s - 1].kind == TDM_LAYER_RES_BEGIN;
+    open -= net->layers[s - 1].kind == TDM_LAYER_RES_END;
+    if (open != 0 || l->kind != TDM_LAYER_RES_BEGIN ||
+        !block_grad_bf16(net, l->partner, stores16))
+      continue;
+    TdmGradientWindows w = {.split = s, .low_at = TDM_WINDOW_PIECE(ends[s])};
+    gradient_halves(net, stores16, bn16, s, &w.low_half, &w.high_half);
+    tdm_replica_block_buffers_in(net, kind, precision, stores16, 0, s, NULL, &w.low_skip);
+    tdm_replica_block_buffers_in(net, kind, precision, stores16, s, n, NULL, &w.high_skip);
+    w.arena = MAX(ends[n], w.low_at + low_window_bytes(&w, cap));
+    size_t cost = w.arena - ends[n] + cap * (w.high_skip + 2 * w.high_half);
+    if (cost < best_cost) {
+      best = w;
+      best_cost = cost;
+    }
+  }
+  return best;
 }
 
 TdmReplicaPlan
@@ -553,26 +649,26 @@ tdm_replica_plan_stored(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision
   gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
   size_t cap = (size_t)MAX(capacity, 0), ecap = (size_t)MAX(eval_capacity, 0);
   size_t most = MAX(cap, ecap);
-  size_t sample = (size_t)net->in_h * net->in_w * net->in_c;
   /* Never an empty allocation: a network without parameters or state gets one float. */
   p.parameters = MAX(1, net->parameter_count) * sizeof(float) +
                  MAX(1, net->state_count) * sizeof(float) +
                  tdm_replica_params16_bytes(net, kind, precision);
   p.gradients = MAX(1, net->parameter_count) * sizeof(float);
-  p.activations = arena_piece(cap * sample * sizeof(float));
   p.columns = tdm_replica_column_workspace(net, kind, precision, stores16, cap, ecap);
   p.workspace = p.columns;
   for (int i = 0; i < net->layer_count; i++) {
     TdmLayerBuffers buf = with_bn_store(
         net, i, stores16, bn_store, tdm_replica_buffers_of(net, i, kind, precision, stores16));
-    p.activations += training_pieces(&buf, cap);
     p.workspace += buf.bn_work * sizeof(float);
   }
-  size_t skips = 0;
-  tdm_replica_shared_block_buffers(net, kind, precision, stores16, NULL, &skips);
-  p.workspace += cap * skips;
-  /* The two activation-gradient buffers, the chunk's labels and indices, the metrics. */
-  p.workspace += 2 * cap * tdm_replica_gradient_bytes(net, kind, precision);
+  /* The input and each layer's pieces, with the low window of the skip buffer and the
+   * gradient region where it lies past them; the high window's skip buffer and its two
+   * activation-gradient buffers apart (both kinds of backend have bn_backward_dx_bf16);
+   * the chunk's labels and indices, the metrics. */
+  TdmGradientWindows windows = tdm_replica_gradient_windows(
+      net, kind, precision, stores16, precision == TDM_PRECISION_BF16, bn_store, cap);
+  p.activations = windows.arena;
+  p.workspace += cap * windows.high_skip + 2 * cap * windows.high_half;
   p.workspace += 2 * most * sizeof(int32_t) + sizeof(TdmMetrics);
   /* The inference pass's rotating buffers, its pools' argmax, the views' logits: in
    * the activation arena, over the training's activations, beyond them where they

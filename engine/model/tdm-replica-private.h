@@ -520,6 +520,23 @@ projection_output_recomputed(const TdmNetwork *net, int i, gboolean stores16)
   return projection_bn_bf16(net, i, stores16) && block_grad_bf16(net, i, stores16);
 }
 
+/* Whether residual block start i writes its sum (tdm-replica-backward.c's
+ * block_begin_backward()) into the skip buffer of the block end right below it, which
+ * takes it there in place as its output's gradient: an end at the block's depth, without
+ * a projection, both blocks keeping bf16 gradients. Where both ends share one buffer (one
+ * window of TdmGradientWindows), that is the block's own. */
+static inline gboolean
+sum_to_end_below(const TdmNetwork *net, int i, gboolean stores16)
+{
+  const TdmLayer *l = &net->layers[i];
+  if (i < 1 || l->kind != TDM_LAYER_RES_BEGIN)
+    return FALSE;
+  const TdmLayer *below = &net->layers[i - 1];
+  return below->kind == TDM_LAYER_RES_END && !below->projection &&
+         below->depth == net->layers[l->partner].depth &&
+         block_grad_bf16(net, i - 1, stores16) && block_grad_bf16(net, l->partner, stores16);
+}
+
 /* The skip gradient of residual block `end` as kept: *count elements of *type per
  * sample (block_grad_bf16()). A projection's buffer holds its compact input gradient
  * (float32: its bn's gradient goes to its conv as bf16, over the conv's output or at
@@ -858,6 +875,52 @@ size_t tdm_replica_column_workspace (const TdmNetwork *net, TdmBackendKind kind,
 void tdm_replica_shared_block_buffers (const TdmNetwork *net, TdmBackendKind kind,
                                        TdmPrecision precision, gboolean stores16,
                                        size_t *widths, size_t *skips);
+/* The same over the block ends of layers [lo, hi): a projection block starting at lo
+ * whose sum goes to the end below it (sum_to_end_below()) keeps only its compact input
+ * gradient there. */
+void tdm_replica_block_buffers_in (const TdmNetwork *net, TdmBackendKind kind,
+                                   TdmPrecision precision, gboolean stores16, int lo, int hi,
+                                   size_t *widths, size_t *skips);
+
+/* Where a replica's backward-only buffers lie, the skip buffer and the gradient region
+ * (grad_a, grad_b), in two windows. The layers from `split` on (and the loss) use the
+ * high window's, allocated apart from the arena; the layers before it the low window's,
+ * which lies in the activation arena over the pieces of the layers from split on: every
+ * reader of a layer's pieces comes at or after that layer in either walk, so those pieces
+ * are not yet written while the forward uses the low window and are dead once the walk
+ * back reaches it (the block start at split, the last high layer back, hands its sum to
+ * the low window's skip buffer: sum_to_end_below()). split is a block's start at the top
+ * level, keeping bf16 gradients, chosen where the two windows take the fewest bytes
+ * beyond the pieces (a network of one level of blocks, activations stored as bf16); 0:
+ * one window, the high one, as the buffers were always kept. Bytes a sample, but low_at
+ * and arena. CIFAR ResNet-18 at 128 px, batch 128: the first stages' 268 MB skip buffer
+ * and 268 MB region over the third and fourth stages' pieces. */
+typedef struct {
+  int split;
+  size_t high_skip, high_half; /* the skip buffers' sum over the levels; a half */
+  size_t low_skip, low_half;
+  size_t low_at;               /* the low window's offset in the arena */
+  size_t arena;                /* the training's arena: its pieces, the low window */
+} TdmGradientWindows;
+
+/* The low window's skip buffer, rounded up so that its region starts aligned as the
+ * arena's allocation (cuDNN's plans, vector loads). */
+#define TDM_WINDOW_PIECE(bytes) (((bytes) + 255) / 256 * 256)
+
+/* The windows of a replica of cap samples a step (TANDEM_GRADIENT_WINDOWS=0: one). */
+TdmGradientWindows tdm_replica_gradient_windows (const TdmNetwork *net, TdmBackendKind kind,
+                                                 TdmPrecision precision, gboolean stores16,
+                                                 gboolean bn16, size_t bn_store, size_t cap);
+
+/* Points grad_a, grad_b and grad_half_bytes at the window layer i uses. */
+static inline void
+tdm_replica_use_window(TdmReplica *r, int i)
+{
+  gboolean low = i < r->window_split;
+  r->grad_a = low ? r->grad_low : r->grad_high;
+  r->grad_half_bytes = low ? r->half_low : r->half_high;
+  r->grad_b = (float *)((char *)r->grad_a + r->grad_half_bytes);
+}
 
 /* Bytes of the inference pass's pieces of the arena for eval_capacity samples (stores16:
  * a replica that stores bf16): the rotating buffers, the pools' argmax, the test-time

@@ -71,6 +71,7 @@ train_body(TdmReplica *r, int count, float grad_scale)
     return;
   if (r->forward_done != NULL)
     r->forward_done(r, r->forward_done_data);
+  tdm_replica_use_window(r, net->layer_count - 1);
   tdm_backend_softmax_xent(b, r->acts[net->layer_count], r->labels, count, net->classes,
                            r->smoothing, grad_scale, r->grad_a, r->metrics);
   tdm_replica_backward(r, count);

@@ -108,7 +108,12 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
     TdmLayerBuffers buf = replica_buffers(r, i);
     arena += training_pieces(&buf, (size_t)capacity);
   }
-  arena = MAX(arena,
+  /* The backward-only buffers' low window past the pieces, where it lies beyond them. */
+  TdmGradientWindows windows =
+      tdm_replica_gradient_windows(net, b->kind, b->precision, r->stores_bf16,
+                                   tdm_replica_bn16(b), r->bn_store, (size_t)capacity);
+  g_assert(windows.arena >= arena);
+  arena = MAX(windows.arena,
               tdm_replica_infer_arena_bytes(net, r->stores_bf16, (size_t)eval_capacity));
   ALLOC(r->arena, arena);
   size_t at = 0;
@@ -129,11 +134,15 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   {
     g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
     size_t skips;
-    tdm_replica_shared_block_buffers(net, b->kind, b->precision, r->stores_bf16, widths, &skips);
+    tdm_replica_block_buffers_in(net, b->kind, b->precision, r->stores_bf16,
+                                 windows.split, n, widths, &skips);
     for (int k = 0; k < tdm_replica_infer_count(net) - 2; k++)
       if (widths[k] > 0)
         ALLOC(r->skip_levels[k], (size_t)capacity * widths[k]);
   }
+  r->window_split = windows.split;
+  if (windows.split > 0 && windows.low_skip > 0)
+    r->skip_low = (float *)((char *)r->arena + windows.low_at);
   for (int i = 0; i < n; i++) {
     const TdmLayer *l = &net->layers[i];
     TdmLayerBuffers buf = replica_buffers(r, i);
@@ -157,28 +166,33 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
     if (buf.bn_work > 0)
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
     if (buf.skip > 0)
-      r->skip_grad[i] = r->skip_levels[l->depth - 1];
+      r->skip_grad[i] = i < windows.split ? r->skip_low : r->skip_levels[l->depth - 1];
   }
   g_assert(at <= arena);
   r->arena_bytes = arena;
-  size_t grad_bytes = tdm_replica_gradient_bytes_of(net, r->stores_bf16, tdm_replica_bn16(b));
-  /* One region, its halves the two gradient buffers: a write wider than a half goes
-   * at its start when nothing else lives in it (tdm_replica_gradient_bytes_of()). */
-  ALLOC(r->grad_a, 2 * (size_t)capacity * grad_bytes);
-  r->grad_b = (float *)((char *)r->grad_a + (size_t)capacity * grad_bytes);
-  r->grad_half_bytes = (size_t)capacity * grad_bytes;
+  /* Each window's region, its halves the two gradient buffers: a write wider than a
+   * half goes at its start when nothing else lives in it (tdm_replica_gradient_bytes_of()). */
+  r->half_high = (size_t)capacity * windows.high_half;
+  ALLOC(r->grad_high, 2 * r->half_high);
+  if (windows.split > 0) {
+    r->half_low = (size_t)capacity * windows.low_half;
+    r->grad_low = (float *)((char *)r->arena + windows.low_at +
+                            TDM_WINDOW_PIECE((size_t)capacity * windows.low_skip));
+  }
   /* A projection's bn output, read by its block's add alone, into the second gradient
-   * buffer: the forward leaves it free there (the block's end uses the first), and the
-   * block's output, which a layer after it reads, is no wider than the buffer (as bf16
-   * where the block's output is bf16, projection_bn_bf16()). */
+   * buffer of its window: the forward leaves it free there (the block's end uses the
+   * first), and the block's output, which a layer after it reads, is no wider than the
+   * buffer (as bf16 where the block's output is bf16, projection_bn_bf16()). */
   for (int i = 0; i < n; i++)
     if (net->layers[i].kind == TDM_LAYER_RES_END && net->layers[i].projection) {
-      g_assert(layer_out_floats(&net->layers[i]) *
+      tdm_replica_use_window(r, i);
+      g_assert((size_t)capacity * layer_out_floats(&net->layers[i]) *
                    (projection_bn_bf16(net, i, r->stores_bf16) ? sizeof(uint16_t)
                                                                : sizeof(float)) <=
-               grad_bytes);
+               r->grad_half_bytes);
       r->proj_bn[i] = r->grad_b;
     }
+  tdm_replica_use_window(r, n - 1);
   size_t params16 = tdm_replica_params16_bytes(net, b->kind, b->precision);
   if (params16 > 0)
     ALLOC(r->params16, params16);
@@ -308,7 +322,7 @@ tdm_replica_free(TdmReplica *r)
   tdm_backend_release(b, r->columns); /* conv_scratch too */
   tdm_replica_infer_free(r);
   tdm_backend_release(b, r->bn_slots);
-  tdm_backend_release(b, r->grad_a); /* grad_b is its second half */
+  tdm_backend_release(b, r->grad_high); /* the low window lies in the arena */
   tdm_backend_release(b, r->params16);
   tdm_backend_release(b, r->labels);
   tdm_backend_release(b, r->indices);

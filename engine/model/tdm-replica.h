@@ -123,9 +123,12 @@ struct _TdmReplica {
   float **proj_conv, **proj_bn; /* [layer_count]: a projection's conv and bn outputs (the
                                  * latter grad_b in training) */
   float **skip_grad;            /* [layer_count]: RES_END: the gradient of the skip path,
-                                 * in its nesting level's buffer of skip_levels, of the
-                                 * type and count tdm_replica_layer_buffers() says */
-  float **skip_levels;          /* one skip-gradient buffer per level of nesting */
+                                 * in its nesting level's buffer of skip_levels (skip_low
+                                 * before window_split), of the type and count
+                                 * tdm_replica_layer_buffers() says */
+  float **skip_levels;          /* one skip-gradient buffer per level of nesting (the
+                                 * high window's, TdmGradientWindows) */
+  float *skip_low;              /* the low window's, in the arena (NULL: none) */
   uint32_t **relu_bits;         /* [layer_count]: a block's end: its ReLU's mask as bits,
                                  * where TdmLayerBuffers.relu_bits says (the training's
                                  * forward writes it, the backward reads it) */
@@ -146,8 +149,15 @@ struct _TdmReplica {
   gboolean reduce_failed;
   float *grad_a, *grad_b;       /* ping-pong buffers for activation gradients: the two
                                  * halves of one region, a write wider than a half at
-                                 * grad_a while nothing else lives there */
+                                 * grad_a while nothing else lives there; the region of
+                                 * the window the layer at hand uses
+                                 * (tdm_replica_use_window()) */
   size_t grad_half_bytes;       /* bytes of each half */
+  int window_split;             /* the layers before it use the low window
+                                 * (TdmGradientWindows.split) */
+  float *grad_high, *grad_low;  /* the windows' regions: the high one apart, the low one
+                                 * in the arena (NULL: none) */
+  size_t half_high, half_low;   /* their halves' bytes */
   int32_t *labels;              /* device: the shard's labels */
   int32_t *indices;             /* device: the shard's sample indices */
   uint8_t *train_images, *train_labels;   /* device copies of the datasets (on the CPU,

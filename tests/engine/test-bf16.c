@@ -757,6 +757,13 @@ relu_bits_case(const char *spec, gboolean freeze_first_block)
   g_autofree float *params = g_new(float, net->parameter_count);
   tdm_network_init_parameters(net, 7, params);
   g_autofree float *grads = replica_step_gradients(r, params, n);
+  /* The masks and outputs as a forward wrote them: a forward again, since the step's
+   * backward may put the low window of its gradient buffers over the later layers'
+   * pieces, dead by then (TdmGradientWindows). */
+  g_autofree int32_t *indices = g_new(int32_t, n);
+  for (int k = 0; k < n; k++)
+    indices[k] = k;
+  tdm_replica_train_loss(r, indices, n);
   int ends = 0;
   for (int i = 0; i < net->layer_count; i++) {
     const TdmLayer *l = &net->layers[i];

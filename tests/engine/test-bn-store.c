@@ -151,6 +151,9 @@ test_same_bits(void)
 static void
 test_plan(void)
 {
+  /* The one window of the gradient buffers, apart from the arena, as derived here (the
+   * windows: test_gradient_windows). */
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
   const struct {
     const char *spec;
     int capacity;
@@ -199,6 +202,7 @@ test_plan(void)
       }
     }
   }
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
 }
 
 /* A replica made with TANDEM_BN_STORE=all keeps, after a step, each eligible bn's output

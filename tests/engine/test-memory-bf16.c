@@ -201,6 +201,9 @@ test_bf16_resnet_preset(void)
 static void
 test_bf16_block_gradients(void)
 {
+  /* The one window of the gradient buffers, apart from the arena, as derived here (the
+   * windows: test_gradient_windows). */
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
   g_assert_no_error(error);
@@ -388,6 +391,7 @@ test_bf16_block_gradients(void)
     g_assert_cmpuint(rb.inference, ==, 0);
     g_assert_cmpuint(rb.total, ==, totals[k]);
   }
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
 }
 
 /* A CPU bf16 replica of a network, n samples a step and an evaluation chunk, over
@@ -735,9 +739,101 @@ test_projection_output_recomputed(void)
   planned_step_clear(&s);
 }
 
+/* The windows of one network (TdmGradientWindows) on a GPU in bf16, none stored for its
+ * convs, cap samples a step: with them, and the one window (TANDEM_GRADIENT_WINDOWS=0). */
+static void
+windows_both(const TdmNetwork *net, int cap, TdmGradientWindows *two, TdmGradientWindows *one)
+{
+  *two = tdm_replica_gradient_windows(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, TRUE, TRUE,
+                                      0, (size_t)cap);
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
+  *one = tdm_replica_gradient_windows(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, TRUE, TRUE,
+                                      0, (size_t)cap);
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
+}
+
+/* The gradient buffers in two windows (TdmGradientWindows). CIFAR ResNet-18 at 128 px,
+ * batch 128, on a GPU in bf16: one window holds a skip buffer of the widest block
+ * gradient as bf16 (128×128×64: 2,097,152 bytes a sample) and halves of 1,048,576 (the
+ * first blocks' first convs' bf16 input gradients, written while the gradient they come
+ * from is in the skip buffer, take the whole region). Split at layer3.0's start (64×64×128
+ * in, 32×32×256 out, a projection), the high window keeps the projection's compact input
+ * gradient (32×32×128 floats, 524,288 bytes: its start hands the sum to the end below)
+ * and halves of 524,288 (layer3.0's first conv's input gradient, 64×64×128 bf16 over the
+ * whole region; the projection's bn output, 32×32×256 bf16, in a half); the low window,
+ * the one window's sizes, lies past the pieces of layers 0–25 within those of the third
+ * and fourth stages (their outputs, the blocks' masks, 128 × ~4.6 MB), so the arena keeps
+ * its size, and the plan's total falls by 128 × (2,097,152 + 2 × 1,048,576 − 524,288 −
+ * 2 × 524,288) = 335,544,320 bytes. Splitting at layer4.0 instead would leave the high
+ * window 0.75 MiB a sample but put 4 MiB a sample over 128 × ~1.2 MB of pieces. A CPU bf16
+ * replica with two windows allocates what the plan says (the low window in its arena)
+ * and its step holds no more; its step's gradients are the bits of the one window's. */
+static void
+test_gradient_windows(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) big = tdm_network_new(resnet18, 128, 128, 3, 10, &error);
+  g_assert_no_error(error);
+  TdmGradientWindows two, one;
+  windows_both(big, 128, &two, &one);
+  g_assert_cmpint(one.split, ==, 0);
+  g_assert_cmpuint(one.high_skip, ==, 128 * 128 * 64 * 2);
+  g_assert_cmpuint(one.high_half, ==, 128 * 128 * 64 * 2 / 2);
+  const TdmLayer *begin = &big->layers[two.split], *end = &big->layers[begin->partner];
+  g_assert_cmpint(begin->kind, ==, TDM_LAYER_RES_BEGIN);
+  g_assert_cmpint(begin->in_h * begin->in_c, ==, 64 * 128);
+  g_assert_cmpint(end->out_h * end->out_c, ==, 32 * 256);
+  g_assert_true(end->projection);
+  g_assert_cmpint(big->layers[two.split - 1].kind, ==, TDM_LAYER_RES_END);
+  g_assert_cmpint(big->layers[big->layer_count - 1].kind, ==, TDM_LAYER_LINEAR);
+  g_assert_cmpuint(two.low_skip, ==, one.high_skip);
+  g_assert_cmpuint(two.low_half, ==, one.high_half);
+  g_assert_cmpuint(two.high_skip, ==, 32 * 32 * 128 * sizeof(float));
+  g_assert_cmpuint(two.high_half, ==, 64 * 64 * 128 * 2 / 2);
+  g_assert_cmpuint(two.arena, ==, one.arena);
+  g_assert_cmpuint(two.low_at + TDM_WINDOW_PIECE(128 * two.low_skip) + 2 * 128 * two.low_half,
+                   <=, two.arena);
+  TdmReplicaPlan p2 = tdm_replica_plan(big, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
+  TdmReplicaPlan p1 = tdm_replica_plan(big, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
+  g_assert_cmpuint(tdm_replica_plan_total(&p1) - tdm_replica_plan_total(&p2), ==, 335544320);
+  g_assert_cmpuint(128 * (size_t)(2097152 + 2 * 1048576 - 524288 - 2 * 524288), ==, 335544320);
+  g_test_message("CIFAR ResNet-18, 128 px, batch 128, GPU, bf16: split at layer %d, plan "
+                 "%zu bytes (one window %zu)",
+                 two.split, tdm_replica_plan_total(&p2), tdm_replica_plan_total(&p1));
+
+  /* A CPU replica of the same layout, small. */
+  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
+  g_assert_no_error(error);
+  const int n = 4;
+  PlannedStep s;
+  planned_step_run(&s, net, n, 17);
+  g_assert_cmpint(s.r->window_split, >, 0);
+  g_assert_nonnull(s.r->skip_low);
+  g_assert_true((const char *)s.r->grad_low >= (const char *)s.r->arena &&
+                (const char *)s.r->grad_low + 2 * s.r->half_low <=
+                    (const char *)s.r->arena + s.r->arena_bytes);
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
+  PlannedStep o;
+  planned_step_run(&o, net, n, 17);
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
+  g_assert_cmpint(o.r->window_split, ==, 0);
+  g_assert_null(o.r->skip_low);
+  g_assert_cmpuint(s.b->bytes_peak, <, o.b->bytes_peak);
+  g_assert_cmpmem(s.grads, net->parameter_count * sizeof(float), o.grads,
+                  net->parameter_count * sizeof(float));
+  g_test_message("CIFAR ResNet-18, 32 px, %d samples, CPU: split at layer %d, %zu bytes "
+                 "(one window %zu), the same gradients",
+                 n, s.r->window_split, (size_t)s.b->bytes_peak, (size_t)o.b->bytes_peak);
+  planned_step_clear(&s);
+  planned_step_clear(&o);
+}
+
 void
 test_memory_add_bf16(void)
 {
+  g_test_add_func("/memory/gradient-windows", test_gradient_windows);
   g_test_add_func("/memory/stem-gradient-in-place", test_stem_gradient_in_place);
   g_test_add_func("/memory/bf16-activations", test_bf16_activations);
   g_test_add_func("/memory/bf16-block-gradients", test_bf16_block_gradients);

@@ -55,6 +55,9 @@
 static void
 test_resnet50_plan(void)
 {
+  /* The one window of the gradient buffers, apart from the arena, as derived here (the
+   * windows: test_gradient_windows). */
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmNetwork) net = tdm_network_new("resnet50", 224, 224, 3, 1000, &error);
   g_assert_no_error(error);
@@ -122,6 +125,7 @@ test_resnet50_plan(void)
   TdmReplicaPlan wide = tdm_replica_plan(net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 0);
   g_unsetenv("TANDEM_BF16_ACTIVATIONS");
   g_assert_cmpuint(wide.activations, >, 3 * (128 * sample) / 2);
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
 }
 
 /* Bottlenecks in small on a CPU under bf16: a training step and an evaluation chunk three

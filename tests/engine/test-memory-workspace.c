@@ -185,6 +185,9 @@ test_workspace_basis(void)
 static void
 test_plan_breakdown(void)
 {
+  /* The one window of the gradient buffers, apart from the arena, as derived here (the
+   * windows: test_gradient_windows). */
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmNetwork) cifar = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
   g_assert_no_error(error);
@@ -256,6 +259,7 @@ test_plan_breakdown(void)
     g_assert_cmpuint(p.columns + bn_work + skips + grads + rest, ==, p.workspace);
     g_test_message("  inference %zu", p.inference);
   }
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
 }
 
 /* The activation arena: the inference pass's buffers lie over the training's

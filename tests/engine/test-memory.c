@@ -46,6 +46,9 @@ static const char *const specs[] = {
 static void
 test_replica_exact(void)
 {
+  /* The one window of the gradient buffers, apart from the arena, as derived here (the
+   * windows: test_gradient_windows). */
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
   g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 200, 90);
   g_autoptr(TdmConfig) cfg = tdm_config_new();
   cfg->optimizer = TDM_OPTIMIZER_ADAM;
@@ -143,6 +146,7 @@ test_replica_exact(void)
     }
     tdm_backend_free(b);
   }
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
 }
 
 /* The inference pass keeps three buffers of the widest activation for a network of

@@ -6,7 +6,8 @@
  * blocks over a bn with its ReLU and over a block's end, projections of stride 1 and 2,
  * bottlenecks; one replica and two sharing cuda:0 with synchronized batch normalization
  * (the all-reduce of the sums unchanged). Likewise the bn's elementwise passes walked
- * upwards (TANDEM_DESCENDING=0) against the default's downward walk. And the masks that
+ * upwards (TANDEM_DESCENDING=0) against the default's downward walk, and the gradient
+ * buffers in two windows against one (TANDEM_GRADIENT_WINDOWS=0). And the masks that
  * block's start reads: after a step, each block end's ReLU mask as bits (which its
  * forward's kernel wrote beside its bf16 output) is that output's mask by the CPU's rule.
  */
@@ -16,6 +17,7 @@
 #include "tdm-network.h"
 #include "tdm-relu-bits.h"
 #include "tdm-replica.h"
+#include "tdm-replica-private.h"
 #include "test-cuda-train.h"
 
 #include <string.h>
@@ -79,6 +81,32 @@ test_descending_same_bits(void)
                       "the bn's passes walked downwards and upwards (TANDEM_DESCENDING=0)");
 }
 
+/* The skip buffer and the gradient region of the layers before a split in the
+ * activation arena, over the later layers' pieces (TdmGradientWindows), against one
+ * window apart from it (TANDEM_GRADIENT_WINDOWS=0): both networks split, at one replica's
+ * batch and at two's. */
+static void
+test_gradient_windows_same_bits(void)
+{
+  if (!have_gpu())
+    return;
+  const char *networks[] = {
+      "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
+      "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),"
+      "relu,gap,fc10",
+      "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10"};
+  for (guint k = 0; k < G_N_ELEMENTS(networks); k++)
+    for (int cap = 32; cap <= 64; cap *= 2) {
+      g_autoptr(TdmNetwork) net = tdm_network_new(networks[k], 28, 28, 1, 10, NULL);
+      g_assert_nonnull(net);
+      TdmGradientWindows w = tdm_replica_gradient_windows(
+          net, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, TRUE, TRUE, 0, (size_t)cap);
+      g_assert_cmpint(w.split, >, 0);
+    }
+  same_bits_with_zero("TANDEM_GRADIENT_WINDOWS",
+                      "two windows of the gradient buffers and one (TANDEM_GRADIENT_WINDOWS=0)");
+}
+
 /* One step of a bf16 replica on the GPU (the block ends' last bn folded in with 16, 32,
  * 12 and 17 channels: eight, four and one a thread; the add of a conv's output), then
  * each block end's mask bits against its stored output's mask. */
@@ -140,5 +168,6 @@ test_cuda_train_add_start_sums(void)
 {
   g_test_add_func("/cuda-train/start-sums", test_start_sums_same_bits);
   g_test_add_func("/cuda-train/descending", test_descending_same_bits);
+  g_test_add_func("/cuda-train/gradient-windows", test_gradient_windows_same_bits);
   g_test_add_func("/cuda-train/relu-bits", test_relu_bits);
 }
