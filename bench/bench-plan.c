@@ -2,7 +2,8 @@
 /* bench-plan.c — what a replica keeps for each layer of a network, as its memory plan
  * says (tdm_replica_layer_buffers(), the rule the allocation follows), and in which
  * type: one line a layer with the bytes a sample of its output, argmax, projection and
- * skip gradient, then the gradient buffers' width and the plan's totals at a batch.
+ * skip gradient, then the gradient buffers' width and the plan's totals at a batch (and
+ * with one window of the gradient buffers, TANDEM_GRADIENT_WINDOWS=0).
  * Counted on the host, nothing run: a debug dump for bench/NOTES.md's storage tables.
  *
  *   bench-plan [network [h w c [cpu|cuda [fp32|bf16 [batch]]]]]
@@ -94,6 +95,18 @@ main(int argc, char **argv)
          "bytes a sample (TANDEM_BN_STORE %s)\n",
          tdm_replica_plan_total(&p), tdm_replica_bn_store(net, kind, precision, batch),
          g_getenv("TANDEM_BN_STORE") != NULL ? g_getenv("TANDEM_BN_STORE") : "unset");
+  /* The gradient buffers in two windows against one (TANDEM_GRADIENT_WINDOWS=0). */
+  char *windows = g_strdup(g_getenv("TANDEM_GRADIENT_WINDOWS"));
+  g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE);
+  TdmReplicaPlan one = tdm_replica_plan(net, kind, precision, batch, batch);
+  if (windows != NULL)
+    g_setenv("TANDEM_GRADIENT_WINDOWS", windows, TRUE);
+  else
+    g_unsetenv("TANDEM_GRADIENT_WINDOWS");
+  g_free(windows);
+  printf("one window of the gradient buffers: %zu bytes (%zd more)\n",
+         tdm_replica_plan_total(&one),
+         (ssize_t)(tdm_replica_plan_total(&one) - tdm_replica_plan_total(&p)));
   printf("evaluation chunk for --eval-batch 1000: %d samples\n",
          tdm_replica_eval_capacity(net, kind, precision, batch, 1000));
   tdm_network_free(net);

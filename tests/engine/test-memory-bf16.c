@@ -766,8 +766,9 @@ windows_both(const TdmNetwork *net, int cap, TdmGradientWindows *two, TdmGradien
  * its size, and the plan's total falls by 128 × (2,097,152 + 2 × 1,048,576 − 524,288 −
  * 2 × 524,288) = 335,544,320 bytes. Splitting at layer4.0 instead would leave the high
  * window 0.75 MiB a sample but put 4 MiB a sample over 128 × ~1.2 MB of pieces. A CPU bf16
- * replica with two windows allocates what the plan says (the low window in its arena)
- * and its step holds no more; its step's gradients are the bits of the one window's. */
+ * replica with two windows (that layout, and bottlenecks) allocates what the plan says
+ * (the low window in its arena) and its step holds no more; its step's gradients are the
+ * bits of the one window's. */
 static void
 test_gradient_windows(void)
 {
@@ -803,31 +804,37 @@ test_gradient_windows(void)
                  "%zu bytes (one window %zu)",
                  two.split, tdm_replica_plan_total(&p2), tdm_replica_plan_total(&p1));
 
-  /* A CPU replica of the same layout, small. */
-  g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, 32, 32, 3, 10, &error);
-  g_assert_no_error(error);
-  const int n = 4;
-  PlannedStep s;
-  planned_step_run(&s, net, n, 17);
-  g_assert_cmpint(s.r->window_split, >, 0);
-  g_assert_nonnull(s.r->skip_low);
-  g_assert_true((const char *)s.r->grad_low >= (const char *)s.r->arena &&
-                (const char *)s.r->grad_low + 2 * s.r->half_low <=
-                    (const char *)s.r->arena + s.r->arena_bytes);
-  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
-  PlannedStep o;
-  planned_step_run(&o, net, n, 17);
-  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
-  g_assert_cmpint(o.r->window_split, ==, 0);
-  g_assert_null(o.r->skip_low);
-  g_assert_cmpuint(s.b->bytes_peak, <, o.b->bytes_peak);
-  g_assert_cmpmem(s.grads, net->parameter_count * sizeof(float), o.grads,
-                  net->parameter_count * sizeof(float));
-  g_test_message("CIFAR ResNet-18, 32 px, %d samples, CPU: split at layer %d, %zu bytes "
-                 "(one window %zu), the same gradients",
-                 n, s.r->window_split, (size_t)s.b->bytes_peak, (size_t)o.b->bytes_peak);
-  planned_step_clear(&s);
-  planned_step_clear(&o);
+  /* CPU replicas of that layout and of bottlenecks (projections of stride 1 and 2),
+   * small, on the synthetic 28×28 images. */
+  const char *specs[] = {resnet18,
+                         "conv16k3p1,bn,relu,bottleneck4,bottleneck8s2,bottleneck8,gap,fc10"};
+  for (guint k = 0; k < G_N_ELEMENTS(specs); k++) {
+    g_autoptr(TdmNetwork) net = tdm_network_new(specs[k], 28, 28, 1, 10, &error);
+    g_assert_no_error(error);
+    const int n = 4;
+    PlannedStep s;
+    planned_step_run(&s, net, n, 17);
+    g_assert_cmpint(s.r->window_split, >, 0);
+    g_assert_nonnull(s.r->skip_low);
+    g_assert_true((const char *)s.r->grad_low >= (const char *)s.r->arena &&
+                  (const char *)s.r->grad_low + 2 * s.r->half_low <=
+                      (const char *)s.r->arena + s.r->arena_bytes);
+    g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
+    PlannedStep o;
+    planned_step_run(&o, net, n, 17);
+    g_unsetenv("TANDEM_GRADIENT_WINDOWS");
+    g_assert_cmpint(o.r->window_split, ==, 0);
+    g_assert_null(o.r->skip_low);
+    g_assert_cmpuint(s.b->bytes_peak, <, o.b->bytes_peak);
+    g_assert_cmpmem(s.grads, net->parameter_count * sizeof(float), o.grads,
+                    net->parameter_count * sizeof(float));
+    g_test_message("%s, %d samples, CPU: split at layer %d, %zu bytes (one window %zu), the "
+                   "same gradients",
+                   specs[k], n, s.r->window_split, (size_t)s.b->bytes_peak,
+                   (size_t)o.b->bytes_peak);
+    planned_step_clear(&s);
+    planned_step_clear(&o);
+  }
 }
 
 void

@@ -35,19 +35,23 @@ train_bf16_exact(const char *devices, const char *network, size_t *count)
   return trained_parameters(cfg, count);
 }
 
+/* Basic blocks over a bn with its ReLU and over a block's end, projections of stride 1
+ * and 2; bottlenecks. */
+static const char *const block_networks[] = {
+    "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
+    "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),"
+    "relu,gap,fc10",
+    "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10"};
+
 /* The parameters after five exact bf16 steps with `variable` unset and set to 0 while the
- * replicas are made (`what` names the two ways): the same bits, for each network on one
- * replica and on two sharing cuda:0. */
+ * replicas are made (`what` names the two ways): the same bits, for each of the `count`
+ * networks on one replica and on two sharing cuda:0. */
 static void
-same_bits_with_zero(const char *variable, const char *what)
+same_bits_with_zero(const char *variable, const char *what, const char *const *networks,
+                    guint count)
 {
-  const char *networks[] = {
-      "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
-      "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),"
-      "relu,gap,fc10",
-      "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10"};
   const char *devices[] = {"cuda:0", "cuda:0,cuda:0"};
-  for (guint k = 0; k < G_N_ELEMENTS(networks); k++)
+  for (guint k = 0; k < count; k++)
     for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
       size_t n = 0, m = 0;
       g_autofree float *unset = train_bf16_exact(devices[d], networks[k], &n);
@@ -69,7 +73,8 @@ test_start_sums_same_bits(void)
 {
   if (!have_gpu())
     return;
-  same_bits_with_zero("TANDEM_START_SUMS", "the block start's sums and the bn's own");
+  same_bits_with_zero("TANDEM_START_SUMS", "the block start's sums and the bn's own",
+                      block_networks, G_N_ELEMENTS(block_networks));
 }
 
 static void
@@ -78,23 +83,25 @@ test_descending_same_bits(void)
   if (!have_gpu())
     return;
   same_bits_with_zero("TANDEM_DESCENDING",
-                      "the bn's passes walked downwards and upwards (TANDEM_DESCENDING=0)");
+                      "the bn's passes walked downwards and upwards (TANDEM_DESCENDING=0)",
+                      block_networks, G_N_ELEMENTS(block_networks));
 }
 
 /* The skip buffer and the gradient region of the layers before a split in the
  * activation arena, over the later layers' pieces (TdmGradientWindows), against one
- * window apart from it (TANDEM_GRADIENT_WINDOWS=0): both networks split, at one replica's
- * batch and at two's. */
+ * window apart from it (TANDEM_GRADIENT_WINDOWS=0): basic blocks, and bottlenecks with
+ * projections of stride 1 and 2 (with no stem pool: a pool's small blocks split
+ * nowhere), each split at one replica's batch and at two's. */
 static void
 test_gradient_windows_same_bits(void)
 {
   if (!have_gpu())
     return;
-  const char *networks[] = {
+  static const char *const networks[] = {
       "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
       "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),"
       "relu,gap,fc10",
-      "conv8k3p1,bn,relu,pool3s2p1,bottleneck4,bottleneck4,bottleneck8s2,gap,fc10"};
+      "conv16k3p1,bn,relu,bottleneck4,bottleneck8s2,bottleneck8,gap,fc10"};
   for (guint k = 0; k < G_N_ELEMENTS(networks); k++)
     for (int cap = 32; cap <= 64; cap *= 2) {
       g_autoptr(TdmNetwork) net = tdm_network_new(networks[k], 28, 28, 1, 10, NULL);
@@ -104,12 +111,13 @@ test_gradient_windows_same_bits(void)
       g_assert_cmpint(w.split, >, 0);
     }
   same_bits_with_zero("TANDEM_GRADIENT_WINDOWS",
-                      "two windows of the gradient buffers and one (TANDEM_GRADIENT_WINDOWS=0)");
+                      "two windows of the gradient buffers and one (TANDEM_GRADIENT_WINDOWS=0)",
+                      networks, G_N_ELEMENTS(networks));
 }
 
 /* One step of a bf16 replica on the GPU (the block ends' last bn folded in with 16, 32,
- * 12 and 17 channels: eight, four and one a thread; the add of a conv's output), then
- * each block end's mask bits against its stored output's mask. */
+ * 12 and 17 channels: eight, four and one a thread; the add of a conv's output), then a
+ * forward, and each block end's mask bits against its stored output's mask. */
 static void
 test_relu_bits(void)
 {
@@ -136,6 +144,13 @@ test_relu_bits(void)
     g_autofree float *params = g_new(float, net->parameter_count);
     tdm_network_init_parameters(net, 7, params);
     g_autofree float *grads = replica_step_gradients(r, params, n);
+    /* The masks and outputs as a forward wrote them: a forward again, since the step's
+     * backward may put the low window of its gradient buffers over the later layers'
+     * pieces, dead by then (TdmGradientWindows). */
+    g_autofree int32_t *indices = g_new(int32_t, n);
+    for (int e = 0; e < n; e++)
+      indices[e] = e;
+    tdm_replica_train_loss(r, indices, n);
     int ends = 0;
     for (int i = 0; i < net->layer_count; i++) {
       if (r->relu_bits[i] == NULL)
