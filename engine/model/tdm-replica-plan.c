@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-replica-plan.c — how many bytes a replica takes, before it is made: each layer's
  * buffers with the storage decided (what a bf16 run stores as bf16), the gradient
- * region, the column workspace at its upper bound, the skip-gradient buffers, and the
- * plan that sums them (tdm_replica_plan(), which tdm_replica_new_planned() allocates and
+ * region, the column workspace at its upper bound, the skip-gradient buffers, the two
+ * windows those two backward-only buffers lie in (tdm_replica_gradient_windows(): the
+ * low one over the later layers' pieces in the arena), and the plan that sums them (tdm_replica_plan(), which tdm_replica_new_planned() allocates and
  * the memory estimate reads), the evaluation chunk that fits beside the training, and
  * which bn outputs are stored for their conv (tdm_replica_bn_store(): by default the
  * most that grows the plan by at most 1/TDM_BN_STORE_GROWTH, computed with the plan).
@@ -272,11 +273,6 @@ backward_region(const TdmNetwork *net, int i, gboolean stores16, gboolean bn16,
   return l->kind == TDM_LAYER_BN && bn_dx_to_conv(net, i, bn16);
 }
 
-/* tdm_replica_gradient_bytes() with the storage decided (stores16) and bn16
- * (tdm_replica_bn16()): the half of the gradient region, grad_a and grad_b, each as
- * wide as what is written there beside something live, and the two together as wide
- * as what is written there alone; a multiple of 64 bytes, so that grad_b starts
- * aligned. */
 /* A region's half, bytes a sample, for what `need` says, in 64-byte steps. */
 static size_t
 half_of(const RegionNeed *need)
@@ -306,6 +302,11 @@ gradient_halves(const TdmNetwork *net, gboolean stores16, gboolean bn16, int spl
   *high = half_of(&needs[1]);
 }
 
+/* tdm_replica_gradient_bytes() with the storage decided (stores16) and bn16
+ * (tdm_replica_bn16()): the half of the gradient region, grad_a and grad_b, each as
+ * wide as what is written there beside something live, and the two together as wide
+ * as what is written there alone; a multiple of 64 bytes, so that grad_b starts
+ * aligned. One window (TdmGradientWindows' split 0). */
 size_t
 tdm_replica_gradient_bytes_of(const TdmNetwork *net, gboolean stores16, gboolean bn16)
 {
