@@ -168,6 +168,15 @@ other_half(TdmReplica *r, const float *p)
   return p == r->grad_a ? r->grad_b : r->grad_a;
 }
 
+/* Where a projection's bn wrote its conv's bf16 output gradient: over the conv's output
+ * computed again (over), else at the workspace's start, read anew each time since the
+ * workspace moves where the conv grows it. */
+static uint16_t *
+projection_dy16(TdmReplica *r, uint16_t *over)
+{
+  return over != NULL ? over : (uint16_t *)r->columns;
+}
+
 /* The backward of residual block end i (RES_END): the gradient after its ReLU goes on
  * to the block's layers in *dy (with *dy_type), and the skip path's share waits in
  * skip_grad for the block's start: a copy of it, or a projection's input gradient
@@ -236,7 +245,7 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
   g_assert(tdm_replica_bn16(b));
   size_t rows = (size_t)n * pixels;
   const float *proj = r->proj_conv[i];
-  uint16_t *dy16 = NULL;
+  uint16_t *over = NULL; /* the gradient over the conv's output computed again */
   if (proj == NULL) {
     g_assert(in_gradient_region(r, *dx) && projection_type(r) == TDM_DTYPE_BF16);
     tdm_replica_conv_forward(r, *dx, (uint16_t *)*dx, r->acts[l->partner],
@@ -244,24 +253,22 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
                              begin->in_w, begin->in_c, l->out_c, 1, 0, l->stride, l->out_h,
                              l->out_w);
     proj = *dx;
-    dy16 = (uint16_t *)*dx;
+    over = (uint16_t *)*dx;
   } else if (!tdm_replica_workspace_holds(r, rows * l->out_c * sizeof(uint16_t), 0)) {
     return;
   }
-  bn_backward(r, NULL, dy16 != NULL ? dy16 : (uint16_t *)r->columns, *dy, type, proj,
-              projection_type(r), n, pixels, l->out_c, gamma, beta, false,
-              r->grads + l->bias_offset, r->bn_work[i], FALSE);
-  tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL,
-                            dy16 != NULL ? dy16 : (const uint16_t *)r->columns,
+  bn_backward(r, NULL, projection_dy16(r, over), *dy, type, proj, projection_type(r), n,
+              pixels, l->out_c, gamma, beta, false, r->grads + l->bias_offset, r->bn_work[i],
+              FALSE);
+  tdm_replica_conv_backward(r, *dx, FALSE, dw, NULL, projection_dy16(r, over),
                             r->acts[l->partner], act_type(r, l->partner), NULL, r->cols[i],
                             NULL, w, n, begin->in_h, begin->in_w, begin->in_c, l->out_c, 1, 0,
                             l->stride, l->out_h, l->out_w, FALSE);
   /* The compact input gradient, the pixels its 1×1 conv of no padding reads: that bf16
-   * gradient times the bf16 weights, summed in float32, straight into the skip buffer
-   * (at the workspace's start, it moved with the workspace where the conv grew it). */
+   * gradient times the bf16 weights, summed in float32, straight into the skip buffer. */
   tdm_backend_gemm_bf16(b, false, false, (int)rows, begin->in_c, l->out_c, 1.0f,
-                        dy16 != NULL ? dy16 : (const uint16_t *)r->columns, l->out_c,
-                        r->params16 + (w - r->params), begin->in_c, 0.0f, skip, begin->in_c);
+                        projection_dy16(r, over), l->out_c, r->params16 + (w - r->params),
+                        begin->in_c, 0.0f, skip, begin->in_c);
 }
 
 /* The mask of the ReLU of the layer before residual block start i, where its start may

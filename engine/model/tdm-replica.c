@@ -100,21 +100,14 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
     tdm_backend_upload(b, r->state, state, net->state_count * sizeof(float));
     tdm_backend_synchronize(b);
   }
-  /* The activation arena: the training's activations, as tdm_replica_plan() counts
-   * them, or the inference pass's buffers where they need more. */
-  size_t arena = arena_piece((size_t)capacity * net->in_h * net->in_w * net->in_c *
-                             sizeof(float));
-  for (int i = 0; i < n; i++) {
-    TdmLayerBuffers buf = replica_buffers(r, i);
-    arena += training_pieces(&buf, (size_t)capacity);
-  }
-  /* The backward-only buffers' low window past the pieces, where it lies beyond them. */
+  /* The activation arena: the training's activations and the low window of the
+   * backward-only buffers, as tdm_replica_plan() counts them (TdmGradientWindows.arena),
+   * or the inference pass's buffers where they need more. */
   TdmGradientWindows windows =
       tdm_replica_gradient_windows(net, b->kind, b->precision, r->stores_bf16,
                                    tdm_replica_bn16(b), r->bn_store, (size_t)capacity);
-  g_assert(windows.arena >= arena);
-  arena = MAX(windows.arena,
-              tdm_replica_infer_arena_bytes(net, r->stores_bf16, (size_t)eval_capacity));
+  size_t arena = MAX(windows.arena, tdm_replica_infer_arena_bytes(net, r->stores_bf16,
+                                                                  (size_t)eval_capacity));
   ALLOC(r->arena, arena);
   size_t at = 0;
   r->acts[0] = arena_take(r, &at,
