@@ -337,6 +337,28 @@ from_bf16_op(gpointer d)
   tdm_backend_from_bf16(gpu, s->wide, s->x16, (size_t)s->rows * s->c);
 }
 
+/* The memory-bound passes' inputs: n bf16 values of 0.125 … 2 (by a hash of their index)
+ * into each of the `count` tensors, their ReLU mask as bits into mask (allocated here),
+ * and sets · c bn parameters into p, the first set (the mean) 0.3, the others 1. */
+static uint32_t *
+bench_inputs(uint16_t *const *tensors, guint count, size_t n, float *p, int sets, int c)
+{
+  g_autofree uint16_t *h16 = g_new(uint16_t, n);
+  for (size_t i = 0; i < n; i++)
+    h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512);
+  for (guint k = 0; k < count; k++)
+    tdm_backend_upload(gpu, tensors[k], h16, n * 2);
+  g_autofree uint32_t *hmask = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
+  tdm_relu_bits_of(hmask, h16, n);
+  uint32_t *mask = tdm_bench_alloc(gpu, TDM_RELU_BITS_WORDS(n) * 4);
+  tdm_backend_upload(gpu, mask, hmask, TDM_RELU_BITS_WORDS(n) * 4);
+  g_autofree float *hp = g_new(float, (size_t)sets *c);
+  for (size_t i = 0; i < (size_t)sets * c; i++)
+    hp[i] = i < (size_t)c ? 0.3f : 1.0f;
+  tdm_backend_upload(gpu, p, hp, (size_t)sets * c * 4);
+  return mask;
+}
+
 static void
 run_bn_bench(void)
 {
@@ -357,20 +379,7 @@ run_bn_bench(void)
     s.p = tdm_bench_alloc(gpu, 6 * (size_t)s.c * 4);
     s.sums = tdm_bench_alloc(gpu, 2 * (size_t)s.c * 4);
     s.slots = tdm_bench_alloc(gpu, (3 * (size_t)s.c + 2) * 4);
-    g_autofree uint16_t *h16 = g_new(uint16_t, n);
-    for (size_t i = 0; i < n; i++)
-      h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512); /* 0.125 … 2 */
-    tdm_backend_upload(gpu, s.x16, h16, n * 2);
-    tdm_backend_upload(gpu, s.dy16, h16, n * 2);
-    tdm_backend_upload(gpu, s.bnx16, h16, n * 2);
-    g_autofree uint32_t *hmask = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
-    tdm_relu_bits_of(hmask, h16, n);
-    s.mask = tdm_bench_alloc(gpu, TDM_RELU_BITS_WORDS(n) * 4);
-    tdm_backend_upload(gpu, s.mask, hmask, TDM_RELU_BITS_WORDS(n) * 4);
-    g_autofree float *hp = g_new(float, 6 * (size_t)s.c);
-    for (size_t i = 0; i < 6 * (size_t)s.c; i++)
-      hp[i] = i < (size_t)s.c ? 0.3f : 1.0f;
-    tdm_backend_upload(gpu, s.p, hp, 6 * (size_t)s.c * 4);
+    s.mask = bench_inputs((uint16_t *[]){s.x16, s.dy16, s.bnx16}, 3, n, s.p, 6, s.c);
     tdm_backend_zero(gpu, s.a, n * 4);
     tdm_backend_zero(gpu, s.xs, n);
     /* MB: a bf16 tensor's; a mask of bits is a sixteenth of it. */
@@ -622,19 +631,7 @@ run_projection_bench(void)
     s.share = tdm_bench_alloc(gpu, compact * 4);
     s.p = tdm_bench_alloc(gpu, 4 * (size_t)s.c * 4);
     s.sums = tdm_bench_alloc(gpu, 2 * (size_t)s.c * 4);
-    s.mask = tdm_bench_alloc(gpu, TDM_RELU_BITS_WORDS(n) * 4);
-    g_autofree uint16_t *h16 = g_new(uint16_t, n);
-    for (size_t i = 0; i < n; i++)
-      h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512); /* 0.125 … 2 */
-    tdm_backend_upload(gpu, s.x16, h16, n * 2);
-    tdm_backend_upload(gpu, s.a16, h16, n * 2);
-    g_autofree uint32_t *hmask = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
-    tdm_relu_bits_of(hmask, h16, n);
-    tdm_backend_upload(gpu, s.mask, hmask, TDM_RELU_BITS_WORDS(n) * 4);
-    g_autofree float *hp = g_new(float, 4 * (size_t)s.c);
-    for (size_t i = 0; i < 4 * (size_t)s.c; i++)
-      hp[i] = i < (size_t)s.c ? 0.3f : 1.0f;
-    tdm_backend_upload(gpu, s.p, hp, 4 * (size_t)s.c * 4);
+    s.mask = bench_inputs((uint16_t *[]){s.x16, s.a16}, 2, n, s.p, 4, s.c);
     /* Zeros: a stays the same through the in-place adds of the timing loop. */
     tdm_backend_zero(gpu, s.share, compact * 4);
     /* MB: a bf16 tensor's; the share's float32 values, the mask a sixteenth. */

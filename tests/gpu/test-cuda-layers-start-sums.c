@@ -72,6 +72,44 @@ unfused(TdmBackend *be, uint16_t *want, float *sums, const TdmBlockStart *in, co
                                p + c, p + 2 * (size_t)c, p + 3 * (size_t)c, bn->relu, rows, c);
 }
 
+/* One case's GPU results, dx and the sums (got, gsums), against the GPU's reference
+ * (want, wsums, made another way: `reference` says which) bit for bit, and against the
+ * CPU's op on the same inputs on the host (hin, hbn): dx the same bits, the sums within
+ * rounding of its order. */
+static void
+check_case(const char *what, const char *reference, const uint16_t *got, const float *gsums,
+           const uint16_t *want, const float *wsums, const TdmBlockStart *hin,
+           const StartBn *hbn, int rows, int c)
+{
+  size_t n = (size_t)rows * c;
+  g_autofree char *wdx = g_strdup_printf("%s: dx against %s", what, reference);
+  same_device_bits(wdx, got, want, n * 2);
+  g_autofree char *ws = g_strdup_printf("%s: sums against %s", what, reference);
+  same_device_bits(ws, gsums, wsums, 2 * (size_t)c * 4);
+  g_autofree uint16_t *ref = g_new(uint16_t, n);
+  g_autofree float *ref_sums = g_new(float, 2 * (size_t)c);
+  fused(cpu, ref, ref_sums, hin, hbn, rows, c);
+  assert_ok(cpu);
+  g_autofree char *wc = g_strdup_printf("%s: dx", what);
+  same_bits_cpu(wc, got, ref, n);
+  g_autofree char *wcs = g_strdup_printf("%s: sums against the CPU", what);
+  check_close(wcs, gsums, ref_sums, 2 * (size_t)c, TOL);
+}
+
+/* The op again with dx over one of its bf16 inputs (over's, at got: a copy of `from`):
+ * the bits of want and wsums. */
+static void
+check_in_place(const char *what, uint16_t *got, const void *from, const TdmBlockStart *over,
+               const StartBn *bn, float *gsums, const uint16_t *want, const float *wsums,
+               int rows, int c)
+{
+  size_t n = (size_t)rows * c;
+  tdm_backend_copy(gpu, got, from, n * 2);
+  fused(gpu, got, gsums, over, bn, rows, c);
+  same_device_bits(what, got, want, n * 2);
+  same_device_bits(what, gsums, wsums, 2 * (size_t)c * 4);
+}
+
 /* The bn's input and parameters of `all` values of c channels, on the host: near the
  * data's statistics (mean, invstd, gamma, beta), so that xhat is of order 1. */
 static float *
@@ -130,8 +168,6 @@ start_sums_case(int rows, int c, size_t offset)
   uint32_t *dmask = relu_bits_on(y16 + offset, n);
   uint16_t *got = on(NULL, all * 2), *want = on(NULL, all * 2);
   float *gsums = poisoned(2 * (size_t)c), *wsums = poisoned(2 * (size_t)c);
-  g_autofree uint16_t *ref = g_new(uint16_t, all);
-  g_autofree float *ref_sums = g_new(float, 2 * (size_t)c);
   for (int t = 0; t < 32; t++) {
     bool a_bf16 = t & 1, with_skip = t & 2, masked = t & 4, x_bf16 = t & 8, relu = t & 16;
     TdmDtype a_type = a_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
@@ -150,11 +186,6 @@ start_sums_case(int rows, int c, size_t offset)
     unfused(gpu, want + offset, wsums, &in, &bn, rows, c);
     fused(gpu, got + offset, gsums, &in, &bn, rows, c);
     assert_ok(gpu);
-    g_autofree char *wdx = g_strdup_printf("%s: dx against the unfused pair", what);
-    same_device_bits(wdx, got + offset, want + offset, n * 2);
-    g_autofree char *ws = g_strdup_printf("%s: sums against the unfused pair", what);
-    same_device_bits(ws, gsums, wsums, 2 * (size_t)c * 4);
-    /* The CPU's op: dx the same bits, the sums within rounding of its order. */
     const void *hav = a_bf16 ? (const void *)(a16 + offset) : (const void *)(a + offset);
     TdmBlockStart hin = {.a = hav,
                          .a_type = a_type,
@@ -162,21 +193,15 @@ start_sums_case(int rows, int c, size_t offset)
                          .mask = masked ? hmask : NULL};
     StartBn hbn = {x_bf16 ? (const void *)(x16 + offset) : (const void *)(x + offset), x_type,
                    p, relu};
-    fused(cpu, ref + offset, ref_sums, &hin, &hbn, rows, c);
-    assert_ok(cpu);
-    g_autofree char *wc = g_strdup_printf("%s: dx", what);
-    same_bits_cpu(wc, got + offset, ref + offset, n);
-    g_autofree char *wcs = g_strdup_printf("%s: sums against the CPU", what);
-    check_close(wcs, gsums, ref_sums, 2 * (size_t)c, TOL);
+    check_case(what, "the unfused pair", got + offset, gsums, want + offset, wsums, &hin, &hbn,
+               rows, c);
     /* In place over the skip, as the block's start writes its sum. */
     if (with_skip) {
-      tdm_backend_copy(gpu, got + offset, dskip + offset, n * 2);
       TdmBlockStart over = in;
       over.skip = got + offset;
-      fused(gpu, got + offset, gsums, &over, &bn, rows, c);
       g_autofree char *wi = g_strdup_printf("%s, in place", what);
-      same_device_bits(wi, got + offset, want + offset, n * 2);
-      same_device_bits(wi, gsums, wsums, 2 * (size_t)c * 4);
+      check_in_place(wi, got + offset, dskip + offset, &over, &bn, gsums, want + offset, wsums,
+                     rows, c);
     }
   }
   void *bufs[] = {da, dx32, dp, da16, dskip, dx16, dmask, got, want, gsums, wsums};
@@ -216,8 +241,6 @@ strided_case(int images, int h, int w, int c, int stride, size_t offset)
   uint32_t *dmask = relu_bits_on(y16 + offset, n);
   uint16_t *got = on(NULL, all * 2), *want = on(NULL, all * 2);
   float *gsums = poisoned(2 * (size_t)c), *wsums = poisoned(2 * (size_t)c);
-  g_autofree uint16_t *ref = g_new(uint16_t, all);
-  g_autofree float *ref_sums = g_new(float, 2 * (size_t)c);
   for (int t = 0; t < 16; t++) {
     bool a_bf16 = t & 1, masked = t & 2, x_bf16 = t & 4, relu = t & 8;
     TdmDtype a_type = a_bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
@@ -246,32 +269,20 @@ strided_case(int images, int h, int w, int c, int stride, size_t offset)
     fused(gpu, want + offset, wsums, &apart, &bn, rows, c);
     fused(gpu, got + offset, gsums, &in, &bn, rows, c);
     assert_ok(gpu);
-    g_autofree char *wdx = g_strdup_printf("%s: dx against the two passes", what);
-    same_device_bits(wdx, got + offset, want + offset, n * 2);
-    g_autofree char *ws = g_strdup_printf("%s: sums against the two passes", what);
-    same_device_bits(ws, gsums, wsums, 2 * (size_t)c * 4);
-    /* The CPU's op. */
     TdmBlockStart hin = in;
     hin.a = a_bf16 ? (const void *)(a16 + offset) : (const void *)(a + offset);
     hin.strided = share + offset;
     hin.mask = masked ? hmask : NULL;
     StartBn hbn = {x_bf16 ? (const void *)(x16 + offset) : (const void *)(x + offset), x_type,
                    p, relu};
-    fused(cpu, ref + offset, ref_sums, &hin, &hbn, rows, c);
-    assert_ok(cpu);
-    g_autofree char *wc = g_strdup_printf("%s: dx", what);
-    same_bits_cpu(wc, got + offset, ref + offset, n);
-    g_autofree char *wcs = g_strdup_printf("%s: sums against the CPU", what);
-    check_close(wcs, gsums, ref_sums, 2 * (size_t)c, TOL);
+    check_case(what, "the two passes", got + offset, gsums, want + offset, wsums, &hin, &hbn,
+               rows, c);
     /* In place over a bf16 a (the first conv's gradient, which the sum may replace). */
     if (a_bf16) {
-      tdm_backend_copy(gpu, got + offset, av, n * 2);
       TdmBlockStart over = in;
       over.a = got + offset;
-      fused(gpu, got + offset, gsums, &over, &bn, rows, c);
       g_autofree char *wi = g_strdup_printf("%s, in place over a", what);
-      same_device_bits(wi, got + offset, want + offset, n * 2);
-      same_device_bits(wi, gsums, wsums, 2 * (size_t)c * 4);
+      check_in_place(wi, got + offset, av, &over, &bn, gsums, want + offset, wsums, rows, c);
     }
   }
   void *bufs[] = {da, dshare, dx32, dp, dsum, da16, dx16, dmask, got, want, gsums, wsums};
