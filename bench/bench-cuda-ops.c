@@ -7,12 +7,14 @@
  * size, timed with CUDA events on the backend's stream, with the bytes each moves
  * and the rate (GB/s) against the memory's; then a torchvision ResNet's stem at 224 px
  * and batch 128 (the photo gather with its normalization, the bf16 copy padded to 8
- * channels, the 3×3 stride-2 max pool both ways). TANDEM_DESCENDING=0 walks the bn's
- * elementwise passes upwards (the pairs' rows say what the default's downward walk
- * gains). `bench-cuda-ops bn` and
- * `bench-cuda-ops stem` print only that table. A table on stdout, run by hand on a GPU machine (record numbers in
- * NOTES.md); exits 77 without a GPU. Not a test: test-cuda-kernels.c and
- * test-cuda-layers.c check these operations' results.
+ * channels, the 3×3 stride-2 max pool both ways); then a projection block's start in
+ * backward at CIFAR ResNet-18's three projections at 128 px, batch 128 (its compact
+ * share added in a pass of its own and in the bn sums' pass). TANDEM_DESCENDING=0 walks
+ * the bn's elementwise passes upwards (the pairs' rows say what the default's downward
+ * walk gains). `bench-cuda-ops bn`, `bench-cuda-ops stem` and `bench-cuda-ops
+ * projection` print only that table. A table on stdout, run by hand on a GPU machine
+ * (record numbers in NOTES.md); exits 77 without a GPU. Not a test: test-cuda-kernels.c
+ * and test-cuda-layers.c check these operations' results.
  */
 #include "tdm-backend.h"
 #include "tdm-backend-cuda.h"
@@ -321,10 +323,11 @@ static void
 start_sums_op(gpointer d)
 {
   BnBench *s = d;
-  tdm_backend_add_relu_backward_bn_sums_bf16(gpu, s->out16, s->dy16, TDM_DTYPE_BF16, s->out16,
-                                             s->mask, s->bnx16, TDM_DTYPE_BF16, BN_P(s, 0),
-                                             BN_P(s, 1), BN_P(s, 2), BN_P(s, 3), false,
-                                             s->rows, s->c, s->sums, s->sums + s->c);
+  TdmBlockStart in = {
+      .a = s->dy16, .a_type = TDM_DTYPE_BF16, .skip = s->out16, .mask = s->mask};
+  tdm_backend_add_relu_backward_bn_sums_bf16(gpu, s->out16, &in, s->bnx16, TDM_DTYPE_BF16,
+                                             BN_P(s, 0), BN_P(s, 1), BN_P(s, 2), BN_P(s, 3),
+                                             false, s->rows, s->c, s->sums, s->sums + s->c);
 }
 
 static void
@@ -332,6 +335,28 @@ from_bf16_op(gpointer d)
 {
   BnBench *s = d;
   tdm_backend_from_bf16(gpu, s->wide, s->x16, (size_t)s->rows * s->c);
+}
+
+/* The memory-bound passes' inputs: n bf16 values of 0.125 … 2 (by a hash of their index)
+ * into each of the `count` tensors, their ReLU mask as bits into mask (allocated here),
+ * and sets · c bn parameters into p, the first set (the mean) 0.3, the others 1. */
+static uint32_t *
+bench_inputs(uint16_t *const *tensors, guint count, size_t n, float *p, int sets, int c)
+{
+  g_autofree uint16_t *h16 = g_new(uint16_t, n);
+  for (size_t i = 0; i < n; i++)
+    h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512);
+  for (guint k = 0; k < count; k++)
+    tdm_backend_upload(gpu, tensors[k], h16, n * 2);
+  g_autofree uint32_t *hmask = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
+  tdm_relu_bits_of(hmask, h16, n);
+  uint32_t *mask = tdm_bench_alloc(gpu, TDM_RELU_BITS_WORDS(n) * 4);
+  tdm_backend_upload(gpu, mask, hmask, TDM_RELU_BITS_WORDS(n) * 4);
+  g_autofree float *hp = g_new(float, (size_t)sets *c);
+  for (size_t i = 0; i < (size_t)sets * c; i++)
+    hp[i] = i < (size_t)c ? 0.3f : 1.0f;
+  tdm_backend_upload(gpu, p, hp, (size_t)sets * c * 4);
+  return mask;
 }
 
 static void
@@ -354,20 +379,7 @@ run_bn_bench(void)
     s.p = tdm_bench_alloc(gpu, 6 * (size_t)s.c * 4);
     s.sums = tdm_bench_alloc(gpu, 2 * (size_t)s.c * 4);
     s.slots = tdm_bench_alloc(gpu, (3 * (size_t)s.c + 2) * 4);
-    g_autofree uint16_t *h16 = g_new(uint16_t, n);
-    for (size_t i = 0; i < n; i++)
-      h16[i] = (uint16_t)(0x3e00 + (i * 2654435761u >> 20) % 512); /* 0.125 … 2 */
-    tdm_backend_upload(gpu, s.x16, h16, n * 2);
-    tdm_backend_upload(gpu, s.dy16, h16, n * 2);
-    tdm_backend_upload(gpu, s.bnx16, h16, n * 2);
-    g_autofree uint32_t *hmask = g_new(uint32_t, TDM_RELU_BITS_WORDS(n));
-    tdm_relu_bits_of(hmask, h16, n);
-    s.mask = tdm_bench_alloc(gpu, TDM_RELU_BITS_WORDS(n) * 4);
-    tdm_backend_upload(gpu, s.mask, hmask, TDM_RELU_BITS_WORDS(n) * 4);
-    g_autofree float *hp = g_new(float, 6 * (size_t)s.c);
-    for (size_t i = 0; i < 6 * (size_t)s.c; i++)
-      hp[i] = i < (size_t)s.c ? 0.3f : 1.0f;
-    tdm_backend_upload(gpu, s.p, hp, 6 * (size_t)s.c * 4);
+    s.mask = bench_inputs((uint16_t *[]){s.x16, s.dy16, s.bnx16}, 3, n, s.p, 6, s.c);
     tdm_backend_zero(gpu, s.a, n * 4);
     tdm_backend_zero(gpu, s.xs, n);
     /* MB: a bf16 tensor's; a mask of bits is a sixteenth of it. */
@@ -544,6 +556,108 @@ run_stem_bench(void)
     tdm_backend_release(gpu, all[i]);
 }
 
+/* A projection block's start in backward, with the sums of the bn below it (the last
+ * bn of the block before, no ReLU of its own): the first conv's bf16 input gradient a,
+ * the projection's compact float32 one (a quarter of the pixels at stride 2), the ReLU
+ * mask of the block's end below. As two passes (add_strided_bf16 in place over a, then
+ * add_relu_backward_bn_sums_bf16 with no share) and as one (the share added as a is
+ * read), at the shapes of CIFAR ResNet-18's three projections at 128 px, batch 128. */
+typedef struct {
+  int images, h, w, c;
+  uint16_t *a16, *x16, *dx16;
+  float *share, *p, *sums;
+  uint32_t *mask;
+} ProjectionBench;
+
+static void
+projection_start(ProjectionBench *s, const float *share)
+{
+  TdmBlockStart in = {.a = s->a16,
+                      .a_type = TDM_DTYPE_BF16,
+                      .strided = share,
+                      .h = s->h,
+                      .w = s->w,
+                      .stride = 2,
+                      .mask = s->mask};
+  const float *p = s->p;
+  size_t c = (size_t)s->c;
+  tdm_backend_add_relu_backward_bn_sums_bf16(
+      gpu, s->dx16, &in, s->x16, TDM_DTYPE_BF16, p, p + c, p + 2 * c, p + 3 * c, false,
+      s->images * s->h * s->w, s->c, s->sums, s->sums + c);
+}
+
+static void
+projection_add_op(gpointer d)
+{
+  ProjectionBench *s = d;
+  tdm_backend_add_strided_bf16(gpu, s->a16, TDM_DTYPE_BF16, s->a16, TDM_DTYPE_BF16, s->share,
+                               s->images, s->h, s->w, s->c, 2);
+}
+
+static void
+projection_sums_op(gpointer d)
+{
+  projection_start(d, NULL);
+}
+
+static void
+projection_two_passes_op(gpointer d)
+{
+  projection_add_op(d);
+  projection_sums_op(d);
+}
+
+static void
+projection_one_pass_op(gpointer d)
+{
+  ProjectionBench *s = d;
+  projection_start(s, s->share);
+}
+
+static void
+run_projection_bench(void)
+{
+  /* Each projection's block input: images, h, w, channels. */
+  static const int starts[][4] = {{128, 128, 128, 64}, {128, 64, 64, 128}, {128, 32, 32, 256}};
+  printf("\n%-40s %9s %9s %9s\n", "projection start, CIFAR R18 128 px b128", "us", "MB",
+         "GB/s");
+  for (guint k = 0; k < G_N_ELEMENTS(starts); k++) {
+    ProjectionBench s = {starts[k][0], starts[k][1], starts[k][2], starts[k][3]};
+    size_t n = (size_t)s.images * s.h * s.w * s.c;
+    size_t compact = (size_t)s.images * ((s.h + 1) / 2) * ((s.w + 1) / 2) * s.c;
+    s.a16 = tdm_bench_alloc(gpu, n * 2);
+    s.x16 = tdm_bench_alloc(gpu, n * 2);
+    s.dx16 = tdm_bench_alloc(gpu, n * 2);
+    s.share = tdm_bench_alloc(gpu, compact * 4);
+    s.p = tdm_bench_alloc(gpu, 4 * (size_t)s.c * 4);
+    s.sums = tdm_bench_alloc(gpu, 2 * (size_t)s.c * 4);
+    s.mask = bench_inputs((uint16_t *[]){s.x16, s.a16}, 2, n, s.p, 4, s.c);
+    /* Zeros: a stays the same through the in-place adds of the timing loop. */
+    tdm_backend_zero(gpu, s.share, compact * 4);
+    /* MB: a bf16 tensor's; the share's float32 values, the mask a sixteenth. */
+    double mb = (double)n * 2 / 1e6, share = (double)compact * 4 / 1e6, bits = mb / 16;
+    struct {
+      const char *name;
+      BenchFn fn;
+      double mb;
+    } ops[] = {
+        {"add_strided_bf16 in place", projection_add_op, 2 * mb + share},
+        {"start sums, no share", projection_sums_op, 3 * mb + bits},
+        {"the two", projection_two_passes_op, 5 * mb + share + bits},
+        {"start sums with the share", projection_one_pass_op, 3 * mb + share + bits},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
+      double us = events_us(ops[i].fn, &s);
+      g_autofree char *what =
+          g_strdup_printf("%s %d×%d×%d×%d", ops[i].name, s.images, s.h, s.w, s.c);
+      printf("%-40s %9.2f %9.1f %9.0f\n", what, us, ops[i].mb, ops[i].mb * 1e6 / (us * 1e3));
+    }
+    void *all[] = {s.a16, s.x16, s.dx16, s.share, s.p, s.sums, s.mask};
+    for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+      tdm_backend_release(gpu, all[i]);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -564,6 +678,8 @@ main(int argc, char **argv)
     run_bn_bench();
   if (only[0] == '\0' || strcmp(only, "stem") == 0)
     run_stem_bench();
+  if (only[0] == '\0' || strcmp(only, "projection") == 0)
+    run_projection_bench();
   tdm_backend_free(gpu);
   return 0;
 }

@@ -4,7 +4,8 @@
  * this replica's slot by tdm-bn-moments.h's rule, the CPU's), the backward's Σdy·xhat
  * and Σdy (bn_backward_sums, with the fused ReLU's mask recomputed from x), and a
  * block's start in backward that writes the bn's gradient and makes its sums in the
- * same pass (add_relu_backward_bn_sums_bf16).
+ * same pass (add_relu_backward_bn_sums_bf16), a projection's compact share added as it
+ * loads.
  *
  * The sums run in one deterministic launch in double (each block sums a fixed slice of
  * rows into partials, and the last blocks to finish add the partials in a fixed
@@ -59,9 +60,29 @@ static_assert(BN_TILE_CHANNELS <= 64, "bn_add_partials: a tile's values fit half
 #define BN_MAX_BLOCKS 264
 
 /* SUM_START, or-ed into a backward mode: the block start's pass, its dy made as it
- * loads (bn_start_row). SUM_BASE: the mode without it. */
-enum { SUM_SHIFTED = 0, SUM_BACKWARD = 2, SUM_BACKWARD_RELU = 3, SUM_START = 4 };
+ * loads (bn_start_row); SUM_PROJECTION, or-ed in too: its share a projection's compact
+ * one (bn_strided_row), an instantiation of its own, so that the other starts' code is
+ * what it was. SUM_BASE: the mode without them. */
+enum {
+  SUM_SHIFTED = 0,
+  SUM_BACKWARD = 2,
+  SUM_BACKWARD_RELU = 3,
+  SUM_START = 4,
+  SUM_PROJECTION = 8
+};
 #define SUM_BASE(mode) ((mode) & 3)
+
+/* The block start's inputs and output (SUM_START): the skip's share (bf16, NULL: none)
+ * or (SUM_PROJECTION) a projection's compact float32 one, of the pixels of h × w images
+ * its 1×1 conv of this stride reads, the ReLU's mask below as bits (tdm-relu-bits.h;
+ * NULL: no ReLU), dx the rounded sum. */
+struct BnStart {
+  const uint16_t *skip;
+  const float *strided;
+  int h, w, stride;
+  const uint32_t *mask;
+  uint16_t *dx;
+};
 
 /* What the kernel reads and where it writes. partials: groups · 2 · channels doubles
  * (the groups' sums), then sets · 2 · channels (the sets'); counters: tiles · sets for
@@ -77,13 +98,8 @@ struct BnSumArgs {
   /* The finish: out0, out1 (backward), or this replica's slot of `slots` (moments). */
   float *out0, *out1, *slots;
   int slot, slot_count;
-  bool aligned; /* x and dy (and skip, dx) allow the vector accesses */
-  /* SUM_START: dy is the first layer's input gradient a, the skip's share (bf16,
-   * NULL: none) and the ReLU's mask below as bits (tdm-relu-bits.h; NULL: no ReLU), dx
-   * the rounded sum. */
-  const uint16_t *skip;
-  const uint32_t *mask;
-  uint16_t *dx;
+  bool aligned;  /* x and dy (and the start's skip, strided, dx) allow the vector accesses */
+  BnStart start; /* SUM_START: dy is the first layer's input gradient a */
 };
 
 /* A row as bn_load_row widens it (bf16 through __bfloat162float, as tdm_k_vec and
@@ -104,41 +120,72 @@ bn_widen_row(float *v, const BnRow<V, uint16_t> &r)
         (unsigned short)(j % 2 == 0 ? r.w[j / 2] & 0xffffu : r.w[j / 2] >> 16)));
 }
 
-/* The block start's inputs for one row (SUM_START): a (in dy), the skip and the mask's
- * bits (a row's V channels start at a multiple of V, V dividing the channels and 32:
- * V bits of one word, tdm_relu_bits_from(), which the warp's threads share; an eighth
- * of a byte an element where the bf16 output it stands for was two), packed as
- * loaded. A batch's rows are all loaded before its first dx store: a load issued after
- * a store waits behind it, the compiler being unable to move it past one (dx may be a
- * or the skip). A bf16 a with neither is a copy: nothing more to load. */
-template <int V, typename D>
+/* A row's V channels of a projection's share (SUM_PROJECTION; the row's first element at
+ * `at`): the compact share's where its 1×1 conv reads the row's pixel, else 0, which is
+ * added all the same (a + 0 turns −0 into +0, as tdm_k_add_strided_bf16 adds). The
+ * pixel from the row's index: 32-bit divisions, a few a row of V values, in a pass that
+ * waits on memory. */
+template <int V, typename X, typename D>
+__device__ __forceinline__ void
+bn_strided_row(float *v, const BnSumArgs<X, D> &a, size_t at, size_t row)
+{
+  const BnStart &st = a.start;
+  unsigned w = (unsigned)st.w, h = (unsigned)st.h, s = (unsigned)st.stride;
+  unsigned line = (unsigned)row / w, x = (unsigned)row - line * w;
+  unsigned image = line / h, y = line - image * h;
+  if (x % s != 0 || y % s != 0) {
+    for (int j = 0; j < V; j++)
+      v[j] = 0.0f;
+    return;
+  }
+  size_t oh = (h - 1) / s + 1, ow = (w - 1) / s + 1;
+  size_t pixel = ((size_t)image * oh + y / s) * ow + x / s;
+  bn_load_row<V>(v, st.strided + pixel * a.channels + (at - row * a.channels), a.aligned);
+}
+
+/* The block start's inputs for one row (SUM_START): a (in dy), the share, the skip's or
+ * (P, SUM_PROJECTION) the projection's, and the mask's bits (a row's V channels start
+ * at a multiple of V, V dividing the channels and 32: V bits of one word,
+ * tdm_relu_bits_from(), which the warp's threads share; an eighth of a byte an element
+ * where the bf16 output it stands for was two), packed as loaded. A batch's rows are all
+ * loaded before its first dx store: a load issued after a store waits behind it, the
+ * compiler being unable to move it past one (dx may be a or the skip; never the
+ * projection's share, which another thread's row may read after this one's store). A
+ * bf16 a with no share and no mask is a copy: nothing more to load. */
+template <int V, typename D, bool P>
 struct BnStartRow {
   BnRow<V, D> d;
   BnRow<V, uint16_t> s;
+  BnRow<V, float> p;
   unsigned m;
   template <typename X>
-  __device__ __forceinline__ void load(const BnSumArgs<X, D> &a, size_t at)
+  __device__ __forceinline__ void load(const BnSumArgs<X, D> &a, size_t at, size_t row)
   {
     d.load(a.dy + at, a.aligned);
-    if (!(sizeof(D) == 2 && a.skip == NULL && a.mask == NULL)) {
-      if (a.skip != NULL)
-        s.load(a.skip + at, a.aligned);
-      if (a.mask != NULL)
-        m = tdm_relu_bits_from(a.mask, at);
+    if (P)
+      bn_strided_row<V>(p.f, a, at, row);
+    if (P || !(sizeof(D) == 2 && a.start.skip == NULL && a.start.mask == NULL)) {
+      if (!P && a.start.skip != NULL)
+        s.load(a.start.skip + at, a.aligned);
+      if (a.start.mask != NULL)
+        m = tdm_relu_bits_from(a.start.mask, at);
     }
   }
 };
 
 /* The block start's gradient for V channels of one row (SUM_START): a's values plus
- * the skip's where the mask's bit is set, else 0, rounded once to bf16 into dx and
- * widened back into g: tdm_k_add_relu_backward_bf16's bits, or with no skip
- * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's, or (a bf16, no mask) a copy's (a NaN's
- * bits kept: the widened value's high half). The inputs come from r, loaded before, or
- * (r NULL: the last rows, one at a time) from memory here; either way a row's elements
- * are read and written by one thread only, each read before its write. */
-template <int V, typename X, typename D>
+ * the share where the mask's bit is set, else 0, rounded once to bf16 into dx and
+ * widened back into g: tdm_k_add_relu_backward_bf16's bits, or (P) those of
+ * tdm_k_add_strided_bf16 then the mask (a bf16 sum's rounding gives it back; masking
+ * commutes with rounding), or with no share tdm_k_relu_backward_bf16's,
+ * tdm_k_to_bf16's, or (a bf16, no mask) a copy's (a NaN's bits kept: the widened
+ * value's high half). The inputs come from r, loaded before, or (r NULL: the last rows,
+ * one at a time) from memory here; either way a row's elements are read and written by
+ * one thread only, each read before its write. */
+template <int V, bool P, typename X, typename D>
 __device__ __forceinline__ void
-bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at, const BnStartRow<V, D> *r)
+bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at, size_t row,
+             const BnStartRow<V, D, P> *r)
 {
   float v[V];
   unsigned h[V];
@@ -146,28 +193,32 @@ bn_start_row(float *g, const BnSumArgs<X, D> &a, size_t at, const BnStartRow<V, 
     bn_widen_row<V>(v, r->d);
   else
     bn_load_row<V>(v, a.dy + at, a.aligned);
-  if (sizeof(D) == 2 && a.skip == NULL && a.mask == NULL) {
+  if (!P && sizeof(D) == 2 && a.start.skip == NULL && a.start.mask == NULL) {
     for (int j = 0; j < V; j++)
       h[j] = __float_as_uint(v[j]) >> 16;
   } else {
     float t[V];
-    if (a.skip != NULL) {
-      if (r != NULL)
+    if (P || a.start.skip != NULL) {
+      if (P && r != NULL)
+        r->p.get(t);
+      else if (P)
+        bn_strided_row<V>(t, a, at, row);
+      else if (r != NULL)
         bn_widen_row<V>(t, r->s);
       else
-        bn_load_row<V>(t, a.skip + at, a.aligned);
+        bn_load_row<V>(t, a.start.skip + at, a.aligned);
       for (int j = 0; j < V; j++)
         v[j] = v[j] + t[j];
     }
-    if (a.mask != NULL) {
-      unsigned m = r != NULL ? r->m : tdm_relu_bits_from(a.mask, at);
+    if (a.start.mask != NULL) {
+      unsigned m = r != NULL ? r->m : tdm_relu_bits_from(a.start.mask, at);
       for (int j = 0; j < V; j++)
         v[j] = m >> j & 1u ? v[j] : 0.0f;
     }
     for (int j = 0; j < V; j++)
       h[j] = tdm_k_bf16_bits(v[j]);
   }
-  uint16_t *p = a.dx + at;
+  uint16_t *p = a.start.dx + at;
   if (V == 8 && a.aligned)
     *(uint4 *)p = make_uint4(h[0] | h[1 % V] << 16, h[2 % V] | h[3 % V] << 16,
                              h[4 % V] | h[5 % V] << 16, h[6 % V] | h[7 % V] << 16);
@@ -350,6 +401,7 @@ __global__ void __launch_bounds__(BN_THREADS, 2)
 bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
 {
   constexpr bool shared_sums = MODE != SUM_SHIFTED;
+  constexpr bool projection = (MODE & SUM_PROJECTION) != 0;
   __shared__ double sh[BN_THREADS * 2 * V];
   int cl = threadIdx.x % s.ct, lane = threadIdx.x / s.ct;
   int tile = blockIdx.y, group = blockIdx.x;
@@ -379,11 +431,13 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
     static_assert(BN_FLOAT_RUN % B == 0, "a float run ends where a load batch ends");
     size_t step = (size_t)gridDim.x * s.rl * C;
     size_t at = ((size_t)group * s.rl + lane) * C + ch, end = (size_t)a.rows * C;
+    /* at's row, for a projection's share (unused, and so compiled out, elsewhere). */
+    size_t row = (size_t)group * s.rl + lane, row_step = (size_t)gridDim.x * s.rl;
     /* Whole batches: every load first, then the additions in row order. */
-    for (; at + (B - 1) * step < end; at += B * step) {
+    for (; at + (B - 1) * step < end; at += B * step, row += B * row_step) {
       BnRow<V, X> xr[B];
       BnRow<V, D> dr[B];
-      BnStartRow<V, D> st[B];
+      BnStartRow<V, D, projection> st[B];
 #pragma unroll
       for (int r = 0; r < B; r++) {
         xr[r].load(a.x + at + r * step, a.aligned);
@@ -393,13 +447,13 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
       if (MODE & SUM_START)
 #pragma unroll
         for (int r = 0; r < B; r++)
-          st[r].load(a, at + r * step);
+          st[r].load(a, at + r * step, row + r * row_step);
 #pragma unroll
       for (int r = 0; r < B; r++) {
         float v[V], g[V];
         xr[r].get(v);
         if (MODE & SUM_START)
-          bn_start_row<V>(g, a, at + r * step, &st[r]);
+          bn_start_row<V>(g, a, at + r * step, row + r * row_step, &st[r]);
         else if (MODE != SUM_SHIFTED)
           dr[r].get(g);
         bn_sums_row<SUM_BASE(MODE), V>(f0, f1, v, g, k, m, is, scale, shift);
@@ -407,11 +461,11 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
       run += B;
       bn_sums_flush<V, shared_sums>(a0, a1, acc, f0, f1, &run, false);
     }
-    for (; at < end; at += step) {
+    for (; at < end; at += step, row += row_step) {
       float v[V], g[V];
       bn_load_row<V>(v, a.x + at, a.aligned);
       if (MODE & SUM_START) {
-        bn_start_row<V, X, D>(g, a, at, NULL);
+        bn_start_row<V, projection, X, D>(g, a, at, row, NULL);
       } else if (MODE != SUM_SHIFTED) {
         bn_load_row<V>(g, a.dy + at, a.aligned);
       }
@@ -527,8 +581,7 @@ static cudaError_t
 bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
           const float *invstd, const float *gamma, const float *beta, int rows, int channels,
           double *partials, size_t partials_count, unsigned *counters, size_t counter_count,
-          float *slots, int slot, int slot_count, cudaStream_t stream,
-          const uint16_t *skip = NULL, const uint32_t *mask = NULL, uint16_t *dx = NULL)
+          float *slots, int slot, int slot_count, cudaStream_t stream, BnStart st = {})
 {
   if (channels <= 0)
     return cudaSuccess;
@@ -537,10 +590,11 @@ bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
       !bn_sum_shape(&s, rows, channels, partials_count, counter_count))
     return cudaErrorInvalidValue;
   BnSumArgs<X, D> a = {x, dy, mean, invstd, gamma, beta, rows, channels, partials, counters,
-                       out0, out1, slots, slot, slot_count, true, skip, mask, dx};
+                       out0, out1, slots, slot, slot_count, true, st};
   a.aligned = bn_vec_aligned(x, s.v) && (MODE == SUM_SHIFTED || bn_vec_aligned(dy, s.v)) &&
-              (skip == NULL || bn_vec_aligned(skip, s.v)) &&
-              (dx == NULL || bn_vec_aligned(dx, s.v));
+              (st.skip == NULL || bn_vec_aligned(st.skip, s.v)) &&
+              (st.strided == NULL || bn_vec_aligned(st.strided, s.v)) &&
+              (st.dx == NULL || bn_vec_aligned(st.dx, s.v));
   dim3 grid((unsigned)s.groups, (unsigned)s.tiles);
   unsigned threads = (unsigned)(s.ct * s.rl);
   if (s.v == 8)
@@ -604,40 +658,43 @@ tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, bool dy16, c
 #undef BN_SUMS
 }
 
-/* The block start's pass with the sums: bn_reduce's launch in SUM_START mode, so
- * that every addition falls as tdm_k_bn_backward_sums's on the dx it writes. */
+/* The block start's pass with the sums: bn_reduce's launch in SUM_START mode (with
+ * SUM_PROJECTION for a projection's share), so that every addition falls as
+ * tdm_k_bn_backward_sums's on the dx it writes. */
 template <typename X, typename D>
 static cudaError_t
-start_sums(uint16_t *dx, const D *a, const uint16_t *skip, const uint32_t *mask, const X *x,
-           const float *mean, const float *invstd, const float *gamma, const float *beta,
-           bool relu, int rows, int channels, float *dgamma, float *dbeta, double *partials,
-           size_t partials_count, unsigned *counters, size_t counter_count,
-           cudaStream_t stream)
+start_sums(const BnStart &st, const D *a, const X *x, const float *mean, const float *invstd,
+           const float *gamma, const float *beta, bool relu, int rows, int channels,
+           float *dgamma, float *dbeta, double *partials, size_t partials_count,
+           unsigned *counters, size_t counter_count, cudaStream_t stream)
 {
-  if (relu)
-    return bn_reduce<SUM_BACKWARD_RELU | SUM_START>(
-        dgamma, dbeta, x, a, mean, invstd, gamma, beta, rows, channels, partials,
-        partials_count, counters, counter_count, NULL, 0, 0, stream, skip, mask, dx);
-  return bn_reduce<SUM_BACKWARD | SUM_START>(dgamma, dbeta, x, a, mean, invstd, gamma, beta,
-                                             rows, channels, partials, partials_count,
-                                             counters, counter_count, NULL, 0, 0, stream,
-                                             skip, mask, dx);
+#define START(MODE)                                                                            \
+  bn_reduce<MODE>(dgamma, dbeta, x, a, mean, invstd, gamma, beta, rows, channels, partials,    \
+                  partials_count, counters, counter_count, NULL, 0, 0, stream, st)
+  if (st.strided != NULL)
+    return relu ? START(SUM_BACKWARD_RELU | SUM_START | SUM_PROJECTION)
+                : START(SUM_BACKWARD | SUM_START | SUM_PROJECTION);
+  return relu ? START(SUM_BACKWARD_RELU | SUM_START) : START(SUM_BACKWARD | SUM_START);
+#undef START
 }
 
 extern "C" cudaError_t
 tdm_k_add_relu_backward_bn_sums_bf16(uint16_t *dx, const void *a, bool a16,
-                                     const uint16_t *skip, const uint32_t *mask,
-                                     const void *x, bool x16, const float *mean,
-                                     const float *invstd, const float *gamma,
+                                     const uint16_t *skip, const float *strided, int h, int w,
+                                     int stride, const uint32_t *mask, const void *x, bool x16,
+                                     const float *mean, const float *invstd, const float *gamma,
                                      const float *beta, bool relu, int rows, int channels,
                                      float *dgamma, float *dbeta, double *partials,
                                      size_t partials_count, unsigned *counters,
                                      size_t counter_count, cudaStream_t stream)
 {
+  if (strided != NULL &&
+      (skip != NULL || h < 1 || w < 1 || stride < 1 || rows % ((long long)h * w) != 0))
+    return cudaErrorInvalidValue;
+  BnStart st = {skip, strided, h, w, stride, mask, dx};
 #define START_SUMS(A, X)                                                                       \
-  start_sums(dx, (const A *)a, skip, mask, (const X *)x, mean, invstd, gamma, beta, relu,      \
-             rows, channels, dgamma, dbeta, partials, partials_count, counters,                \
-             counter_count, stream)
+  start_sums(st, (const A *)a, (const X *)x, mean, invstd, gamma, beta, relu, rows, channels,  \
+             dgamma, dbeta, partials, partials_count, counters, counter_count, stream)
   if (a16)
     return x16 ? START_SUMS(uint16_t, uint16_t) : START_SUMS(uint16_t, float);
   return x16 ? START_SUMS(float, uint16_t) : START_SUMS(float, float);

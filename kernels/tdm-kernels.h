@@ -285,17 +285,20 @@ cudaError_t tdm_k_bn_backward_sums(float *dgamma, float *dbeta, const void *dy, 
                                    size_t partials_count, unsigned *counters,
                                    size_t counter_count, cudaStream_t stream);
 /* A residual block's start in backward and the sums of the bn below it in one pass:
- * dx = mask bit ? a + skip : 0 (a float32 or, a16, bf16; skip bf16, mask bits, NULL for
- * none) rounded once to bf16 (tdm_k_add_relu_backward_bf16's bits; with no skip
- * tdm_k_relu_backward_bf16's, tdm_k_to_bf16's or a copy's), and dgamma, dbeta as
- * tdm_k_bn_backward_sums writes them from that dx (bf16), the same bits: it is that
- * kernel, its dy made as it loads. dx may be a or skip where that one is bf16. */
+ * dx = mask bit ? a + share : 0 (a float32 or, a16, bf16; the share skip's, bf16, or
+ * strided's, a projection's compact float32 input gradient at the pixels of h × w images
+ * its 1×1 conv of this stride reads and + 0 elsewhere, as tdm_k_add_strided_bf16's x, or
+ * neither; mask bits, NULL for none) rounded once to bf16 (tdm_k_add_relu_backward_bf16's
+ * bits, or tdm_k_add_strided_bf16's then masked; with no share tdm_k_relu_backward_bf16's,
+ * tdm_k_to_bf16's or a copy's), and dgamma, dbeta as tdm_k_bn_backward_sums writes them
+ * from that dx (bf16), the same bits: it is that kernel, its dy made as it loads. dx may
+ * be a or skip where that one is bf16, never over strided. */
 cudaError_t tdm_k_add_relu_backward_bn_sums_bf16(
-    uint16_t *dx, const void *a, bool a16, const uint16_t *skip, const uint32_t *mask,
-    const void *x, bool x16, const float *mean, const float *invstd, const float *gamma,
-    const float *beta, bool relu, int rows, int channels, float *dgamma, float *dbeta,
-    double *partials, size_t partials_count, unsigned *counters, size_t counter_count,
-    cudaStream_t stream);
+    uint16_t *dx, const void *a, bool a16, const uint16_t *skip, const float *strided, int h,
+    int w, int stride, const uint32_t *mask, const void *x, bool x16, const float *mean,
+    const float *invstd, const float *gamma, const float *beta, bool relu, int rows,
+    int channels, float *dgamma, float *dbeta, double *partials, size_t partials_count,
+    unsigned *counters, size_t counter_count, cudaStream_t stream);
 cudaError_t tdm_k_bn_backward_dx(float *dx, const void *dy, bool dy16, const void *x, bool x16,
                                  const float *mean, const float *invstd, const float *gamma,
                                  const float *beta, bool relu, const float *sum_dgamma,

@@ -143,24 +143,49 @@ tdm_backend_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const v
                              beta, relu, rows, channels);
 }
 
+/* The block start's share (TdmBlockStart): the skip's or the projection's, not both; a
+ * projection's a whole number of h × w images of rows, its stride at least 1, and dx
+ * over none of it. */
+static gboolean
+block_start_ok(TdmBackend *b, const char *op, uint16_t *dx, const TdmBlockStart *in, int rows,
+               int channels)
+{
+  if (in->strided == NULL)
+    return TRUE;
+  if (!TDM_ARGS_OK(b, in->skip == NULL, _("%s: both the skip's share and a projection's"),
+                   op) ||
+      !TDM_ARGS_OK(b,
+                   in->h >= 1 && in->w >= 1 && in->stride >= 1 &&
+                       rows % ((int64_t)in->h * in->w) == 0,
+                   _("%s: %d rows of %d×%d images, stride %d: not a shape"), op, rows, in->h,
+                   in->w, in->stride))
+    return FALSE;
+  size_t images = (size_t)rows / ((size_t)in->h * in->w);
+  size_t compact = images * (size_t)((in->h - 1) / in->stride + 1) *
+                   (size_t)((in->w - 1) / in->stride + 1) * (size_t)channels;
+  return TDM_ARGS_OK(b,
+                     !tdm_bytes_overlap(dx, (size_t)rows * channels * sizeof(uint16_t),
+                                        in->strided, compact * sizeof(float)),
+                     _("%s: dx over the projection's share"), op);
+}
+
 void
-tdm_backend_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
-                                           TdmDtype a_type, const uint16_t *skip,
-                                           const uint32_t *mask, const void *x, TdmDtype x_type,
-                                           const float *mean, const float *invstd,
-                                           const float *gamma, const float *beta, bool relu,
-                                           int rows, int channels, float *dgamma, float *dbeta)
+tdm_backend_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const TdmBlockStart *in,
+                                           const void *x, TdmDtype x_type, const float *mean,
+                                           const float *invstd, const float *gamma,
+                                           const float *beta, bool relu, int rows, int channels,
+                                           float *dgamma, float *dbeta)
 {
   const char *op = "add_relu_backward_bn_sums_bf16";
   if (tdm_backend_enter(b) && TDM_HAS_OP(b, add_relu_backward_bn_sums_bf16) &&
-      bn_backward_ok(b, op, a_type, x_type, rows, channels) &&
-      TDM_ARGS_OK(b, (const void *)dx != a || a_type == TDM_DTYPE_BF16,
+      bn_backward_ok(b, op, in->a_type, x_type, rows, channels) &&
+      TDM_ARGS_OK(b, (const void *)dx != in->a || in->a_type == TDM_DTYPE_BF16,
                   _("%s: dx is a but a is not bf16"), op) &&
-      TDM_ARGS_OK(b, (const void *)dx != x && (const void *)dx != (const void *)mask,
-                  _("%s: dx is the bn's input or the ReLU's mask"), op))
-    b->ops->add_relu_backward_bn_sums_bf16(b, dx, a, a_type, skip, mask, x, x_type, mean,
-                                           invstd, gamma, beta, relu, rows, channels, dgamma,
-                                           dbeta);
+      TDM_ARGS_OK(b, (const void *)dx != x && (const void *)dx != (const void *)in->mask,
+                  _("%s: dx is the bn's input or the ReLU's mask"), op) &&
+      block_start_ok(b, op, dx, in, rows, channels))
+    b->ops->add_relu_backward_bn_sums_bf16(b, dx, in, x, x_type, mean, invstd, gamma, beta,
+                                           relu, rows, channels, dgamma, dbeta);
 }
 
 gboolean

@@ -213,9 +213,8 @@ struct _TdmBackendOps {
   void (*add_relu_backward_bf16) (TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
                                   const void *x, TdmDtype x_type, const uint32_t *mask,
                                   size_t n);
-  void (*add_relu_backward_bn_sums_bf16) (TdmBackend *b, uint16_t *dx, const void *a,
-                                          TdmDtype a_type, const uint16_t *skip,
-                                          const uint32_t *mask, const void *x,
+  void (*add_relu_backward_bn_sums_bf16) (TdmBackend *b, uint16_t *dx,
+                                          const TdmBlockStart *in, const void *x,
                                           TdmDtype x_type, const float *mean,
                                           const float *invstd, const float *gamma,
                                           const float *beta, bool relu, int rows,

@@ -117,6 +117,14 @@ tdm_dtype_size(TdmDtype t)
   return t == TDM_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
 }
 
+/* Whether the byte ranges [p, p + p_bytes) and [q, q + q_bytes) share a byte. */
+static inline bool
+tdm_bytes_overlap(const void *p, size_t p_bytes, const void *q, size_t q_bytes)
+{
+  const char *a = p, *b = q;
+  return a < b + q_bytes && b < a + p_bytes;
+}
+
 /* One call of the convolution engine (conv_engine_forward, conv_engine_backward). */
 typedef struct {
   TdmConvShape shape;
@@ -165,6 +173,23 @@ typedef struct {
 typedef struct {
   int cudnn, own, im2col, cudnn_fused;
 } TdmConvChoices;
+
+/* A residual block's start in backward, its inputs (add_relu_backward_bn_sums_bf16):
+ * its first layer's input gradient a (float32 or bf16: a_type) and the skip path's
+ * share, either the block's bf16 output gradient (skip, a's size) or a projection's
+ * float32 input gradient kept compact (strided: n × ((h − 1) / stride + 1) ×
+ * ((w − 1) / stride + 1) × channels, the pixels its 1×1 conv of this stride and no
+ * padding reads, as add_strided_bf16's x; h and w the block's input's), or neither
+ * (both NULL); and the mask of the ReLU of the layer before (tdm-relu-bits.h), or NULL
+ * for none. */
+typedef struct {
+  const void *a;
+  TdmDtype a_type;
+  const uint16_t *skip;
+  const float *strided;
+  int h, w, stride;
+  const uint32_t *mask;
+} TdmBlockStart;
 
 /* Per-channel x · mul + add, for at most four channels (grey, RGB). */
 #define TDM_AFFINE_MAX_CHANNELS 4
@@ -748,17 +773,20 @@ void tdm_backend_add_relu_backward_bf16 (TdmBackend *b, uint16_t *dx, const void
                                          TdmDtype a_type, const void *x, TdmDtype x_type,
                                          const uint32_t *mask, size_t n);
 /* A block's start in backward followed by the sums of the bn below it, in one pass: dx
- * = mask bit set ? a + skip : 0 rounded once to bf16 (a float32 or bf16, skip bf16 or NULL
- * for a alone, mask the ReLU's bits or NULL for no ReLU): the bits of add_relu_backward_bf16 (or,
- * skip NULL, relu_backward_bf16 or to_bf16 of a); then dgamma and dbeta as
+ * = mask bit set ? a + share : 0 rounded once to bf16 (TdmBlockStart: the share the
+ * skip's, the projection's where its conv reads the pixel and + 0 elsewhere, or none):
+ * the bits of add_relu_backward_bf16, or of add_strided_bf16 in place in a's type
+ * then relu_backward_bf16, to_bf16 or a copy (a sum then masked, the same bits, since
+ * masking commutes with rounding and rounding a bf16 value gives it back), or with no
+ * share relu_backward_bf16, to_bf16 or a copy of a; then dgamma and dbeta as
  * bn_backward_sums(dgamma, dbeta, dx, bf16, x, x_type, mean, invstd, gamma, beta, relu,
  * rows, channels) writes them, the same bits: each backend adds the rows in the order
  * of its own sums (the CUDA kernel is the sums kernel, its dy made as it loads). n =
- * rows · channels; dx may be a or skip where that one is bf16. The synchronized-BN
- * step after it is unchanged. Only where tdm_backend_has_start_bn_sums(). */
-void tdm_backend_add_relu_backward_bn_sums_bf16 (TdmBackend *b, uint16_t *dx, const void *a,
-                                                 TdmDtype a_type, const uint16_t *skip,
-                                                 const uint32_t *mask, const void *x,
+ * rows · channels; dx may be a or skip where that one is bf16, but no byte of the
+ * strided share (a thread's dx would overwrite another's share before it is read). The
+ * synchronized-BN step after it is unchanged. Only where tdm_backend_has_start_bn_sums(). */
+void tdm_backend_add_relu_backward_bn_sums_bf16 (TdmBackend *b, uint16_t *dx,
+                                                 const TdmBlockStart *in, const void *x,
                                                  TdmDtype x_type, const float *mean,
                                                  const float *invstd, const float *gamma,
                                                  const float *beta, bool relu, int rows,

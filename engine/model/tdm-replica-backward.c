@@ -177,6 +177,33 @@ projection_dy16(TdmReplica *r, uint16_t *over)
   return over != NULL ? over : (uint16_t *)r->columns;
 }
 
+/* The bytes of projection end i's compact float32 input gradient for n samples: the
+ * pixels its 1×1 conv of no padding reads, its block's input channels. */
+static size_t
+projection_share_bytes(const TdmNetwork *net, int i, int n)
+{
+  const TdmLayer *end = &net->layers[i];
+  return (size_t)n * end->out_h * end->out_w * net->layers[end->partner].in_c * sizeof(float);
+}
+
+/* Where projection end i keeps its compact float32 input gradient for n samples, where
+ * its block keeps bf16 gradients: in its skip buffer past the block start's sum (the
+ * block's input gradient as bf16, which may go to that buffer: sum_to_end_below()) where
+ * the buffer holds both, so that the start reads the share in the pass that writes the
+ * sum (block_begin_backward(); no thread's sum may overwrite a share another thread has
+ * yet to read); else at the buffer's start. */
+static float *
+projection_share(const TdmReplica *r, int i, int n)
+{
+  const TdmLayer *end = &r->net->layers[i], *begin = &r->net->layers[end->partner];
+  size_t sum =
+      arena_piece((size_t)n * begin->in_h * begin->in_w * begin->in_c * sizeof(uint16_t));
+  char *skip = (char *)r->skip_grad[i];
+  return (float *)(sum + projection_share_bytes(r->net, i, n) <= r->skip_grad_bytes[i]
+                       ? skip + sum
+                       : skip);
+}
+
 /* The backward of residual block end i (RES_END): the gradient after its ReLU goes on
  * to the block's layers in *dy (with *dy_type), and the skip path's share waits in
  * skip_grad for the block's start: a copy of it, or a projection's input gradient
@@ -186,8 +213,8 @@ projection_dy16(TdmReplica *r, uint16_t *over)
  * there; in place where the block after it left its input's gradient there), and a
  * projection's input gradient is kept compact in float32: its bn's gradient goes to the
  * skip buffer (skip_grad_of() sizes it for that), its conv's backward gives the weight
- * gradient (*dx its spare), its input gradient is a product of its own into *dx, then
- * copied to the skip buffer. The ReLU's gradient goes to a half of the gradient region
+ * gradient (*dx its spare), its input gradient is a product of its own into the skip
+ * buffer (projection_share()). The ReLU's gradient goes to a half of the gradient region
  * where it is not the skip buffer's: in place in *dy where *dy is there and of its
  * type, else into *dx (grad_a where *dy is outside the region), the other half free.
  * masked: the block's start after it applied the ReLU to *dy already
@@ -268,7 +295,7 @@ block_end_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype
    * gradient times the bf16 weights, summed in float32, straight into the skip buffer. */
   tdm_backend_gemm_bf16(b, false, false, (int)rows, begin->in_c, l->out_c, 1.0f,
                         projection_dy16(r, over), l->out_c, r->params16 + (w - r->params),
-                        begin->in_c, 0.0f, skip, begin->in_c);
+                        begin->in_c, 0.0f, projection_share(r, i, n), begin->in_c);
 }
 
 /* The mask of the ReLU of the layer before residual block start i, where its start may
@@ -312,14 +339,16 @@ start_sums_bn(TdmReplica *r, int i, gboolean masked)
  * pass where it is a block's end that reads its mask from a bf16 output
  * (relu_mask_before(); *masked then says so, and that end only hands the gradient on):
  * in place over the block's bf16 output gradient (add_relu_backward_bf16), or for a
- * projection, its compact share added into dy in place at the pixels its conv reads
- * (add_strided_bf16, in dy's type), then the whole moved into the skip buffer, masked
- * and rounded (relu_backward_bf16), or rounded or copied. The bits are those of the sum
- * rounded, then masked: masking commutes with rounding. Where the bn below takes the
- * sum as its gradient (start_sums_bn()), the same pass makes that bn's backward sums
- * (add_relu_backward_bn_sums_bf16, *sums_ready then names it). dy may fill the whole gradient
- * region (tdm-replica-plan.c's tdm_replica_gradient_bytes_of()): the skip buffer holds
- * the sum, and the region is free for the layer before. */
+ * projection, its compact share (projection_share()) added into dy in place at the
+ * pixels its conv reads (add_strided_bf16, in dy's type), then the whole moved into the
+ * skip buffer, masked and rounded (relu_backward_bf16), or rounded or copied. The bits
+ * are those of the sum rounded, then masked: masking commutes with rounding. Where the
+ * bn below takes the sum as its gradient (start_sums_bn()), one pass sums, masks and
+ * makes that bn's backward sums (add_relu_backward_bn_sums_bf16, the same bits; *sums_ready
+ * then names the bn), a projection's share added as it reads dy where the sum overwrites
+ * none of it. dy may fill the whole gradient region (tdm-replica-plan.c's
+ * tdm_replica_gradient_bytes_of()): the skip buffer holds the sum, and the region is
+ * free for the layer before. */
 static void
 block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDtype *dy_type,
                      gboolean *masked, int *sums_ready)
@@ -327,12 +356,11 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
   TdmBackend *b = r->backend;
   const TdmNetwork *net = r->net;
   const TdmLayer *l = &net->layers[i], *end = &net->layers[l->partner];
-  const float *skip = r->skip_grad[l->partner];
   size_t count = (size_t)n * block_in_floats(net, end);
   *masked = FALSE;
   if (!block_grad_bf16(net, l->partner, r->stores_bf16)) {
     g_assert(*dy_type == TDM_DTYPE_F32); /* conv_dx_as_bf16() */
-    tdm_backend_add(b, *dy, skip, count);
+    tdm_backend_add(b, *dy, r->skip_grad[l->partner], count);
     return;
   }
   /* Into the skip buffer of the end below where it takes it there (another window's, at
@@ -340,25 +368,37 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
   uint16_t *sum = (uint16_t *)r->skip_grad[sum_to_end_below(net, i, r->stores_bf16)
                                                ? i - 1
                                                : l->partner];
+  /* The skip path's share: the block's bf16 output gradient, or a projection's compact
+   * float32 input gradient. */
+  const float *share =
+      end->projection ? projection_share(r, l->partner, n) : r->skip_grad[l->partner];
   const uint32_t *mask = relu_mask_before(r, i);
   int k = start_sums_bn(r, i, mask != NULL);
-  if (k >= 0) {
+  if (k >= 0 &&
+      (!end->projection || !tdm_bytes_overlap(sum, count * sizeof(uint16_t), share,
+                                              projection_share_bytes(net, l->partner, n)))) {
     /* The pass below with the bn's sums: the bits of both (bn_backward() skips them). */
     const TdmLayer *bn = &net->layers[k];
     const float *saved = r->bn_work[k] + 2 * bn->out_c;
     const float *gamma = r->params + bn->weight_offset;
     float *dgamma = r->grads + bn->weight_offset;
     g_assert((size_t)n * bn->out_h * bn->out_w * bn->out_c == count);
-    if (end->projection)
-      tdm_backend_add_strided_bf16(b, *dy, *dy_type, *dy, *dy_type, skip, n, l->in_h, l->in_w,
-                                   l->in_c, end->stride);
+    TdmBlockStart in = {.a = *dy, .a_type = *dy_type, .mask = mask};
+    if (end->projection) {
+      in.strided = share;
+      in.h = l->in_h;
+      in.w = l->in_w;
+      in.stride = end->stride;
+    } else {
+      in.skip = (const uint16_t *)share;
+    }
     tdm_backend_add_relu_backward_bn_sums_bf16(
-        b, sum, *dy, *dy_type, end->projection ? NULL : (const uint16_t *)skip, mask, r->acts[k], act_type(r, k),
-        saved, saved + bn->out_c, gamma, r->params + bn->bias_offset, bn->fused_relu,
-        n * bn->out_h * bn->out_w, bn->out_c, dgamma, dgamma + bn->out_c);
+        b, sum, &in, r->acts[k], act_type(r, k), saved, saved + bn->out_c, gamma,
+        r->params + bn->bias_offset, bn->fused_relu, n * bn->out_h * bn->out_w, bn->out_c,
+        dgamma, dgamma + bn->out_c);
     *sums_ready = k;
   } else if (end->projection) {
-    tdm_backend_add_strided_bf16(b, *dy, *dy_type, *dy, *dy_type, skip, n, l->in_h, l->in_w,
+    tdm_backend_add_strided_bf16(b, *dy, *dy_type, *dy, *dy_type, share, n, l->in_h, l->in_w,
                                  l->in_c, end->stride);
     if (mask != NULL)
       tdm_backend_relu_backward_bf16(b, sum, TDM_DTYPE_BF16, *dy, *dy_type, mask, count);
@@ -367,7 +407,7 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
     else
       tdm_backend_copy(b, sum, *dy, count * sizeof(uint16_t));
   } else {
-    tdm_backend_add_relu_backward_bf16(b, sum, *dy, *dy_type, skip, TDM_DTYPE_BF16, mask,
+    tdm_backend_add_relu_backward_bf16(b, sum, *dy, *dy_type, share, TDM_DTYPE_BF16, mask,
                                        count);
   }
   *masked = mask != NULL;

@@ -69,6 +69,8 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->capacity = capacity;
   r->eval_capacity = eval_capacity;
   size_t most = (size_t)MAX(capacity, eval_capacity);
+  /* The high window's skip buffers, bytes a sample a level of nesting. */
+  g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
   r->sample_size = tdm_dataset_sample_size(train);
   r->augment_flip = TDM_FLIP_NEVER;
   /* Decided once: the passes read the field, never the environment. */
@@ -85,6 +87,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->proj_conv = g_new0(float *, n);
   r->proj_bn = g_new0(float *, n);
   r->skip_grad = g_new0(float *, n);
+  r->skip_grad_bytes = g_new0(size_t, n);
   r->relu_bits = g_new0(uint32_t *, n);
   r->graph_ops = g_hash_table_new(g_direct_hash, g_direct_equal);
   r->shapes_met = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -125,7 +128,6 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->conv_scratch = r->columns;
   r->skip_levels = g_new0(float *, MAX(tdm_replica_infer_count(net) - 2, 1));
   {
-    g_autofree size_t *widths = g_new0(size_t, MAX(tdm_replica_infer_count(net) - 2, 1));
     size_t skips;
     tdm_replica_block_buffers_in(net, b->kind, b->precision, r->stores_bf16,
                                  windows.split, n, widths, &skips);
@@ -158,8 +160,12 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
       r->conv_work[i] = r->conv_scratch;
     if (buf.bn_work > 0)
       ALLOC(r->bn_work[i], buf.bn_work * sizeof(float));
-    if (buf.skip > 0)
-      r->skip_grad[i] = i < windows.split ? r->skip_low : r->skip_levels[l->depth - 1];
+    if (buf.skip > 0) {
+      gboolean low = i < windows.split;
+      r->skip_grad[i] = low ? r->skip_low : r->skip_levels[l->depth - 1];
+      r->skip_grad_bytes[i] =
+          (size_t)capacity * (low ? windows.low_skip : widths[l->depth - 1]);
+    }
   }
   g_assert(at <= arena);
   r->arena_bytes = arena;
@@ -333,6 +339,7 @@ tdm_replica_free(TdmReplica *r)
   g_free(r->proj_conv);
   g_free(r->proj_bn);
   g_free(r->skip_grad);
+  g_free(r->skip_grad_bytes);
   g_free(r->relu_bits);
   if (r->graph_ops != NULL)
     g_hash_table_destroy(r->graph_ops);

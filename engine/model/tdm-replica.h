@@ -126,6 +126,9 @@ struct _TdmReplica {
                                  * in its nesting level's buffer of skip_levels (skip_low
                                  * before window_split), of the type and count
                                  * tdm_replica_layer_buffers() says */
+  size_t *skip_grad_bytes;      /* [layer_count]: RES_END: the bytes of the buffer from
+                                 * skip_grad on (a projection's compact input gradient
+                                 * may lie past its start: projection_share()) */
   float **skip_levels;          /* one skip-gradient buffer per level of nesting (the
                                  * high window's, TdmGradientWindows) */
   float *skip_low;              /* the low window's, in the arena (NULL: none) */

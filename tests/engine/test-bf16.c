@@ -693,30 +693,43 @@ test_exact(void)
  * (add_relu_backward_bn_sums_bf16) trains to the same bits as the two passes
  * (TANDEM_START_SUMS=0): basic blocks over a bn with its ReLU and over a block's end,
  * projections of stride 1 and 2, bottlenecks; one worker and two (the synchronized
- * sums step after it unchanged). */
+ * sums step after it unchanged). A projection's start adds its compact share in that
+ * pass where the sum overwrites none of it: at the windows' split (the sum in the low
+ * window's buffer), and, with one window (TANDEM_GRADIENT_WINDOWS=0), the third network's
+ * second projection, whose sum and share both fit in the buffer the first blocks' wider
+ * gradient sizes (the share past the sum); its first projection's start there keeps the
+ * two passes (its sum alone fills the buffer). */
 static void
 test_start_sums(void)
 {
   const char *nets[] = {"conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
                         "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
-                        plain_net, bottleneck_net, region_net};
+                        plain_net, bottleneck_net, region_net,
+                        "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
+                        "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,"
+                        "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10"};
   const char *devices[] = {"cpu", "cpu:2"};
-  for (guint k = 0; k < G_N_ELEMENTS(nets); k++)
-    for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
-      Run run = {nets[k], devices[d], TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 2, FALSE};
-      size_t n = 0, m = 0;
-      g_autofree float *fused = train(&run, &n);
-      g_assert_true(g_setenv("TANDEM_START_SUMS", "0", TRUE));
-      g_autofree float *apart = train(&run, &m);
-      g_unsetenv("TANDEM_START_SUMS");
-      g_assert_cmpuint(m, ==, n);
-      size_t differ = 0;
-      for (size_t i = 0; i < n; i++)
-        differ += memcmp(&fused[i], &apart[i], sizeof(float)) != 0;
-      g_test_message("bf16, %s on %s: %zu of %zu parameters differ between the block "
-                     "start's sums and the bn's own", nets[k], devices[d], differ, n);
-      g_assert_cmpuint(differ, ==, 0);
-    }
+  for (int windows = 2; windows >= 1; windows--)
+    for (guint k = windows == 2 ? 0 : G_N_ELEMENTS(nets) - 1; k < G_N_ELEMENTS(nets); k++)
+      for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
+        Run run = {nets[k], devices[d], TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 2, FALSE};
+        if (windows == 1)
+          g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
+        size_t n = 0, m = 0;
+        g_autofree float *fused = train(&run, &n);
+        g_assert_true(g_setenv("TANDEM_START_SUMS", "0", TRUE));
+        g_autofree float *apart = train(&run, &m);
+        g_unsetenv("TANDEM_START_SUMS");
+        g_unsetenv("TANDEM_GRADIENT_WINDOWS");
+        g_assert_cmpuint(m, ==, n);
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++)
+          differ += memcmp(&fused[i], &apart[i], sizeof(float)) != 0;
+        g_test_message("bf16, %s on %s, %d window(s): %zu of %zu parameters differ between "
+                       "the block start's sums and the bn's own",
+                       nets[k], devices[d], windows, differ, n);
+        g_assert_cmpuint(differ, ==, 0);
+      }
 }
 
 /* After a training step, each block end's ReLU mask (the bits its forward wrote beside

@@ -5,11 +5,13 @@
  * deterministic convolution choices, so that only this change could move a bit), basic
  * blocks over a bn with its ReLU and over a block's end, projections of stride 1 and 2,
  * bottlenecks; one replica and two sharing cuda:0 with synchronized batch normalization
- * (the all-reduce of the sums unchanged). Likewise the bn's elementwise passes walked
- * upwards (TANDEM_DESCENDING=0) against the default's downward walk, and the gradient
- * buffers in two windows against one (TANDEM_GRADIENT_WINDOWS=0). And the masks that
- * block's start reads: after a step, each block end's ReLU mask as bits (which its
- * forward's kernel wrote beside its bf16 output) is that output's mask by the CPU's rule.
+ * (the all-reduce of the sums unchanged), and a projection's start that adds its compact
+ * share in that pass (at the windows' split, and past its sum with one window). Likewise
+ * the bn's elementwise passes walked upwards (TANDEM_DESCENDING=0) against the default's
+ * downward walk, and the gradient buffers in two windows against one
+ * (TANDEM_GRADIENT_WINDOWS=0). And the masks that block's start reads: after a step,
+ * each block end's ReLU mask as bits (which its forward's kernel wrote beside its bf16
+ * output) is that output's mask by the CPU's rule.
  */
 #include "replica-step.h"
 #include "tdm-config.h"
@@ -75,6 +77,19 @@ test_start_sums_same_bits(void)
     return;
   same_bits_with_zero("TANDEM_START_SUMS", "the block start's sums and the bn's own",
                       block_networks, G_N_ELEMENTS(block_networks));
+  /* With one window of the gradient buffers, the second projection's compact share lies
+   * past its start's sum in the buffer the first blocks' wider gradient sizes, and its
+   * start adds it in the pass with the sums (the first's keeps the two passes; at the
+   * windows' split, block_networks' first projection's start is one pass too). */
+  static const char *const one_window[] = {
+      "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
+      "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,"
+      "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10"};
+  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
+  same_bits_with_zero("TANDEM_START_SUMS",
+                      "the block start's sums and the bn's own, one window", one_window,
+                      G_N_ELEMENTS(one_window));
+  g_unsetenv("TANDEM_GRADIENT_WINDOWS");
 }
 
 static void

@@ -387,23 +387,50 @@ tdm_cpu_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void 
   bn_sums_finish(dgamma, dbeta, acc, &p, channels);
 }
 
-/* A residual block's start in backward and the sums of the bn below it in one pass: a
- * block of rows of dx = mask's bit ? a + skip : 0 (mask NULL: no ReLU; skip NULL: a alone)
- * rounded once to bf16 (add_relu_backward_bf16's bits), then that block widened and
- * added into the sums as bn_backward_sums adds its dy: every channel's rows in order,
- * the same bits. With neither skip nor mask a bf16 a is copied (a NaN's bits kept, as
- * the unfused copy keeps them). dx may be a or skip where that one is bf16 (each
- * element is read before it is written). */
-void
-tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
-                                       TdmDtype a_type, const uint16_t *skip,
-                                       const uint32_t *mask, const void *x, TdmDtype x_type,
-                                       const float *mean, const float *invstd,
-                                       const float *gamma, const float *beta, bool relu,
-                                       int rows, int channels, float *dgamma, float *dbeta)
+/* A block start's rows [r, r + count) of dx = mask's bit ? a + share : 0 (mask NULL: no
+ * ReLU) rounded once to bf16: add_relu_backward_bf16's bits with the skip's share, and
+ * add_strided_bf16's then masked with a projection's (a + 0 where its conv reads no
+ * value of the pixel, as add_strided_bf16 adds: −0 becomes +0). With no share, a alone
+ * (not a + 0: −0 kept), and a bf16 a with neither share nor mask copied (a NaN's bits
+ * kept, as the unfused copy keeps them). Each element is read before it is written. */
+static void
+block_start_rows(uint16_t *dx, const TdmBlockStart *in, int r, int count, int channels)
 {
-  const float *af = a_type == TDM_DTYPE_F32 ? a : NULL;
-  const uint16_t *ah = a_type == TDM_DTYPE_BF16 ? a : NULL;
+  const float *af = in->a_type == TDM_DTYPE_F32 ? in->a : NULL;
+  const uint16_t *ah = in->a_type == TDM_DTYPE_BF16 ? in->a : NULL;
+  const gboolean copy =
+      ah != NULL && in->skip == NULL && in->strided == NULL && in->mask == NULL;
+  for (size_t row = (size_t)r; row < (size_t)r + count; row++) {
+    const float *xs = in->strided != NULL ? tdm_cpu_strided_row(in->strided, row, in->h, in->w,
+                                                                channels, in->stride)
+                                          : NULL;
+    for (size_t i = row * channels; i < (row + 1) * channels; i++) {
+      if (copy) {
+        dx[i] = ah[i];
+        continue;
+      }
+      float v = af != NULL ? af[i] : tdm_bf16_value(ah[i]);
+      if (in->skip != NULL)
+        v = v + tdm_bf16_value(in->skip[i]);
+      else if (in->strided != NULL)
+        v = v + (xs != NULL ? xs[i - row * channels] : 0.0f);
+      dx[i] = tdm_bf16_round(in->mask == NULL || tdm_relu_bit_at(in->mask, i) ? v : 0.0f);
+    }
+  }
+}
+
+/* A residual block's start in backward and the sums of the bn below it in one pass: a
+ * block of rows of dx (block_start_rows()), then that block widened and added into the
+ * sums as bn_backward_sums adds its dy: every channel's rows in order, the same bits. dx
+ * may be a or the skip where that one is bf16 (each element is read before it is
+ * written), but not the projection's share (the front door checks). */
+void
+tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const TdmBlockStart *in,
+                                       const void *x, TdmDtype x_type, const float *mean,
+                                       const float *invstd, const float *gamma,
+                                       const float *beta, bool relu, int rows, int channels,
+                                       float *dgamma, float *dbeta)
+{
   BnChannels p = bn_channels(mean, invstd, gamma, beta, channels);
   double *acc = g_new0(double, 2 * (size_t)channels), *accb = acc + channels;
   float *tmp = block_scratch(x_type, rows, channels);
@@ -411,15 +438,7 @@ tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *
   const int block = block_rows(TDM_DTYPE_BF16, rows, channels);
   for (int r = 0; r < rows; r += block) {
     const int count = MIN(block, rows - r);
-    const size_t at = (size_t)r * channels, end = at + (size_t)count * channels;
-    for (size_t i = at; i < end && skip == NULL && mask == NULL && ah != NULL; i++)
-      dx[i] = ah[i]; /* a copy, as the unfused way copies: a NaN's bits kept */
-    for (size_t i = at; i < end && (skip != NULL || mask != NULL || ah == NULL); i++) {
-      const float own = af != NULL ? af[i] : tdm_bf16_value(ah[i]);
-      /* Not own + 0 where there is no skip: that would turn −0 into +0. */
-      const float v = skip != NULL ? own + tdm_bf16_value(skip[i]) : own;
-      dx[i] = tdm_bf16_round(mask == NULL || tdm_relu_bit_at(mask, i) ? v : 0.0f);
-    }
+    block_start_rows(dx, in, r, count, channels);
     bn_sums_rows(acc, accb, rows_f32(x, x_type, r, count, channels, tmp),
                  rows_f32(dx, TDM_DTYPE_BF16, r, count, channels, dytmp), &p, relu, count,
                  channels);

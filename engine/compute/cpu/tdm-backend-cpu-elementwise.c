@@ -136,21 +136,17 @@ tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const void *a,
   uint16_t *yh = y_type == TDM_DTYPE_BF16 ? y : NULL;
   const float *af = a_type == TDM_DTYPE_F32 ? a : NULL;
   const uint16_t *ah = a_type == TDM_DTYPE_BF16 ? a : NULL;
-  const int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
-  size_t e = 0;
-  for (int s = 0; s < n; s++)
-    for (int yy = 0; yy < h; yy++)
-      for (int xx = 0; xx < w; xx++) {
-        const gboolean hit = yy % stride == 0 && xx % stride == 0;
-        const float *xs = hit ? x + (((size_t)s * oh + yy / stride) * ow + xx / stride) * c : NULL;
-        for (int ch = 0; ch < c; ch++, e++) {
-          const float v = value_of(af, ah, e) + (xs != NULL ? xs[ch] : 0.0f);
-          if (yf != NULL)
-            yf[e] = v;
-          else
-            yh[e] = tdm_bf16_round(v);
-        }
-      }
+  const size_t rows = (size_t)n * h * w;
+  for (size_t row = 0; row < rows; row++) {
+    const float *xs = tdm_cpu_strided_row(x, row, h, w, c, stride);
+    for (size_t e = row * c; e < (row + 1) * c; e++) {
+      const float v = value_of(af, ah, e) + (xs != NULL ? xs[e - row * c] : 0.0f);
+      if (yf != NULL)
+        yf[e] = v;
+      else
+        yh[e] = tdm_bf16_round(v);
+    }
+  }
 }
 
 /* add_out's sum and ReLU (relu_forward's: NaN passes), then rounded; the mask read back

@@ -31,6 +31,20 @@ typedef struct {
   TdmCpuGemmBf16 *gemm_bf16;   /* made at the first bf16 product */
 } TdmBackendCpu;
 
+/* Row `row` (a pixel of n × h × w, NHWC) of a projection's compact share (c values a
+ * pixel, add_strided_bf16's x), or NULL where its 1×1 conv of this stride and no padding
+ * reads no value of that pixel. */
+static inline const float *
+tdm_cpu_strided_row(const float *x, size_t row, int h, int w, int c, int stride)
+{
+  const int xx = (int)(row % (size_t)w), yy = (int)(row / (size_t)w % (size_t)h);
+  if (xx % stride != 0 || yy % stride != 0)
+    return NULL;
+  const size_t image = row / ((size_t)w * h);
+  const size_t oh = (size_t)(h - 1) / stride + 1, ow = (size_t)(w - 1) / stride + 1;
+  return x + ((image * oh + (size_t)(yy / stride)) * ow + (size_t)(xx / stride)) * c;
+}
+
 /* The loops of tdm-cpu-kernels.c built for the best instruction set this CPU runs. */
 static inline const TdmCpuKernels *
 tdm_cpu_kernels_of(TdmBackend *b)
@@ -83,9 +97,8 @@ void tdm_cpu_add_strided_bf16(TdmBackend *b, void *y, TdmDtype y_type, const voi
 void tdm_cpu_add_relu_backward_bf16(TdmBackend *b, uint16_t *dx, const void *a, TdmDtype a_type,
                                     const void *x, TdmDtype x_type, const uint32_t *mask,
                                     size_t n);
-void tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
-                                            TdmDtype a_type, const uint16_t *skip,
-                                            const uint32_t *mask, const void *x,
+void tdm_cpu_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx,
+                                            const TdmBlockStart *in, const void *x,
                                             TdmDtype x_type, const float *mean,
                                             const float *invstd, const float *gamma,
                                             const float *beta, bool relu, int rows,

@@ -147,20 +147,20 @@ tdm_cuda_bn_backward_sums(TdmBackend *b, float *dgamma, float *dbeta, const void
 }
 
 void
-tdm_cuda_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
-                                        TdmDtype a_type, const uint16_t *skip,
-                                        const uint32_t *mask, const void *x, TdmDtype x_type,
-                                        const float *mean, const float *invstd,
-                                        const float *gamma, const float *beta, bool relu,
-                                        int rows, int channels, float *dgamma, float *dbeta)
+tdm_cuda_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const TdmBlockStart *in,
+                                        const void *x, TdmDtype x_type, const float *mean,
+                                        const float *invstd, const float *gamma,
+                                        const float *beta, bool relu, int rows, int channels,
+                                        float *dgamma, float *dbeta)
 {
   SumScratch t;
   if (!sums_begin(b, "add_relu_backward_bn_sums_bf16", channels, &t))
     return;
   TDM_CUDA_OK(b, tdm_k_add_relu_backward_bn_sums_bf16(
-                     dx, a, a_type == TDM_DTYPE_BF16, skip, mask, x, x_type == TDM_DTYPE_BF16,
-                     mean, invstd, gamma, beta, relu, rows, channels, dgamma, dbeta, t.partials,
-                     t.count, t.counters, t.counter_count, STREAM(b)));
+                     dx, in->a, in->a_type == TDM_DTYPE_BF16, in->skip, in->strided, in->h,
+                     in->w, in->stride, in->mask, x, x_type == TDM_DTYPE_BF16, mean, invstd,
+                     gamma, beta, relu, rows, channels, dgamma, dbeta, t.partials, t.count,
+                     t.counters, t.counter_count, STREAM(b)));
 }
 
 void

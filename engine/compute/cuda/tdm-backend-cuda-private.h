@@ -238,9 +238,8 @@ void tdm_cuda_bn_forward_eval(TdmBackend *b, float *y, const void *x, TdmDtype x
                               const float *running_mean, const float *running_var,
                               const float *gamma, const float *beta, float eps, int rows,
                               int channels, bool relu);
-void tdm_cuda_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx, const void *a,
-                                             TdmDtype a_type, const uint16_t *skip,
-                                             const uint32_t *mask, const void *x,
+void tdm_cuda_add_relu_backward_bn_sums_bf16(TdmBackend *b, uint16_t *dx,
+                                             const TdmBlockStart *in, const void *x,
                                              TdmDtype x_type, const float *mean,
                                              const float *invstd, const float *gamma,
                                              const float *beta, bool relu, int rows,
