@@ -984,8 +984,9 @@ void tdm_replica_block_buffers_in (const TdmNetwork *net, TdmBackendKind kind,
  * level, keeping bf16 gradients, chosen where the two windows take the fewest bytes
  * beyond the pieces (a network of one level of blocks, activations stored as bf16); 0:
  * one window, the high one, as the buffers were always kept. Bytes a sample, but low_at
- * and arena. CIFAR ResNet-18 at 128 px, batch 128: the first stages' 268 MB skip buffer
- * and 268 MB region over the third and fourth stages' pieces. */
+ * and arena. CIFAR ResNet-18 at 128 px, batch 128: the first stages' 403 MB skip buffer
+ * (layer2.0's start's sum and its projection's share) and 268 MB region over the third
+ * and fourth stages' pieces (54 MB past them where no bn output is stored for its conv). */
 typedef struct {
   int split;
   size_t high_skip, high_half; /* the skip buffers' sum over the levels; a half */
