@@ -9,6 +9,9 @@
 
 #include <glib.h>
 
+#include "tdm-backend.h"
+#include "tdm-dataset.h"
+#include "tdm-network.h"
 #include "tdm-replica-private.h"
 
 /* How replica_check_shares() found a replica's projections. */
@@ -54,5 +57,28 @@ replica_check_shares(const TdmReplica *r, int n)
       found.split++;
     }
   }
+  return found;
+}
+
+/* replica_check_shares() on a bf16 replica of spec over the synthetic set's 28×28×1
+ * images on device, capacity samples a step (a run's shard: a run's replica is laid out
+ * so), made without training and freed; it makes each projection's start's sums where it
+ * can (the backend's op, asserted). */
+static inline ReplicaShares
+replica_shares_of(TdmDeviceId device, const char *spec, int capacity)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 16);
+  TdmBackend *b = tdm_backend_new(device, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  TdmReplica *r =
+      tdm_replica_new_sized(b, net, capacity, capacity, data->train, data->test, &error);
+  g_assert_no_error(error);
+  g_assert_true(r->start_sums);
+  ReplicaShares found = replica_check_shares(r, capacity);
+  tdm_replica_free(r);
+  tdm_backend_free(b);
   return found;
 }

@@ -690,28 +690,6 @@ test_exact(void)
   }
 }
 
-/* Where a CPU bf16 replica of net (28×28×1), capacity samples a step, keeps each
- * projection's start's sum and share (replica-shares.h: apart wherever the start takes
- * the one pass); that replica made as a run makes it, without its data. */
-static ReplicaShares
-run_shares(const char *spec, int capacity)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TdmNetwork) net = tdm_network_new(spec, 28, 28, 1, 10, &error);
-  g_assert_no_error(error);
-  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 16);
-  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
-  g_assert_no_error(error);
-  TdmReplica *r = tdm_replica_new_sized(b, net, capacity, capacity, data->train, data->test,
-                                        &error);
-  g_assert_no_error(error);
-  g_assert_true(r->start_sums);
-  ReplicaShares found = replica_check_shares(r, capacity);
-  tdm_replica_free(r);
-  tdm_backend_free(b);
-  return found;
-}
-
 /* A block's start that makes the sums of the bn below it in its own pass
  * (add_relu_backward_bn_sums_bf16) trains to the same bits as the two passes
  * (TANDEM_START_SUMS=0): basic blocks over a bn with its ReLU and over a block's end,
@@ -724,7 +702,8 @@ run_shares(const char *spec, int capacity)
  * one projection's start, whose sum goes to the low window; the fifth's other
  * projection's share lies past its sum) and, for the networks with projections, one
  * (TANDEM_GRADIENT_WINDOWS=0: every such share past its sum), each replica as a worker's
- * (a full shard of the batch a step: tdm_memory_capacity()) checked before it trains. */
+ * (a full shard of the batch a step: tdm_memory_capacity()) checked before it trains
+ * (replica_shares_of()). */
 static void
 test_start_sums(void)
 {
@@ -751,7 +730,8 @@ test_start_sums(void)
                    FALSE};
         if (windows == 1)
           g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
-        ReplicaShares found = run_shares(nets[k].spec, run.batch / (int)(d + 1));
+        ReplicaShares found =
+            replica_shares_of(TDM_DEVICE_CPU, nets[k].spec, run.batch / (int)(d + 1));
         g_assert_cmpint(found.past + found.split, ==, nets[k].projections);
         g_assert_cmpint(found.split, ==, windows == 2 && nets[k].projections > 0 ? 1 : 0);
         g_assert_cmpint(found.other, ==, nets[k].spec == bottleneck_net ? 1 : 0);

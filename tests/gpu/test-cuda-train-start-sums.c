@@ -48,27 +48,13 @@ train_bf16_exact(const char *devices, const char *network, size_t *count)
 }
 
 /* Where a GPU replica of such a run (its shard a step: tdm_memory_capacity(), each of
- * its replicas alike) keeps each projection's start's sum and share (replica-shares.h:
- * apart wherever the start takes the one pass); made on cuda:0 without its data. */
+ * its replicas alike) keeps each projection's start's sum and share (replica-shares.h). */
 static ReplicaShares
 run_shares(const char *devices, const char *network)
 {
   g_autoptr(TdmConfig) cfg = exact_config(devices, network);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TdmNetwork) net = tdm_network_new(network, 28, 28, 1, 10, &error);
-  g_assert_no_error(error);
-  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 64, 16);
-  int capacity = tdm_memory_capacity(cfg, cfg->replicas, data->test->count);
-  TdmBackend *b = tdm_backend_new(TDM_DEVICE_GPU(0), TDM_PRECISION_BF16, &error);
-  g_assert_no_error(error);
-  TdmReplica *r = tdm_replica_new_sized(b, net, capacity, capacity, data->train, data->test,
-                                        &error);
-  g_assert_no_error(error);
-  g_assert_true(r->start_sums);
-  ReplicaShares found = replica_check_shares(r, capacity);
-  tdm_replica_free(r);
-  tdm_backend_free(b);
-  return found;
+  return replica_shares_of(TDM_DEVICE_GPU(0), network,
+                           tdm_memory_capacity(cfg, cfg->replicas, 0));
 }
 
 /* Basic blocks over a bn with its ReLU and over a block's end, projections of stride 1
