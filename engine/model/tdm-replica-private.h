@@ -832,8 +832,7 @@ projection_sum_bytes(const TdmNetwork *net, int i, size_t n)
  * add_strided_bf16 then the start's, whatever the room) the larger of the two, one at
  * the buffer's start at a time. */
 static inline void
-skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
-             TdmDtype *type)
+skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count, TdmDtype *type)
 {
   const TdmLayer *l = &net->layers[end];
   *count = block_in_floats(net, l);
@@ -858,9 +857,9 @@ skip_grad_of(const TdmNetwork *net, int end, gboolean stores16, size_t *count,
 static inline uint16_t *
 start_sum_of(const TdmReplica *r, int i)
 {
-  return (uint16_t *)r->skip_grad[sum_to_end_below(r->net, i, r->stores_bf16)
-                                      ? i - 1
-                                      : r->net->layers[i].partner];
+  return (uint16_t *)
+      r->skip_grad[sum_to_end_below(r->net, i, r->stores_bf16) ? i - 1
+                                                               : r->net->layers[i].partner];
 }
 
 /* Where projection end i keeps its compact float32 input gradient for n samples, its
@@ -885,11 +884,10 @@ projection_share_clear(const TdmReplica *r, int i, int n)
 {
   const TdmNetwork *net = r->net;
   int begin = net->layers[i].partner;
-  return !tdm_bytes_overlap(start_sum_of(r, begin),
-                            (size_t)n * block_in_floats(net, &net->layers[i]) *
-                                sizeof(uint16_t),
-                            projection_share(r, i, n),
-                            projection_share_bytes(net, i, (size_t)n));
+  return !tdm_bytes_overlap(
+      start_sum_of(r, begin),
+      (size_t)n * block_in_floats(net, &net->layers[i]) * sizeof(uint16_t),
+      projection_share(r, i, n), projection_share_bytes(net, i, (size_t)n));
 }
 
 /* Bytes of a ReLU mask of `bits` elements (bits past the last whole word in one more). */

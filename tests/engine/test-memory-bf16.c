@@ -291,26 +291,26 @@ test_bf16_block_gradients(void)
                          2 * 512 * (size_t)32768 * sizeof(uint16_t) +
                          2 * 512 * sizeof(int32_t) + sizeof(TdmMetrics));
   }
-  /* torchvision's ResNet-18 at 224 px, batch 128: the blocks start after the stem's
-   * 3×3 max pool of stride 2 (its backward reads bf16 too). Float32: the widest block
-   * input, 56×56×64 = 200,704 floats, 802,816 bytes a sample. In bf16 the identity
-   * blocks' largest output gradient, 56×56×64 as bf16, 401,408 bytes; the projections'
-   * starts' sums as bf16 (56×56×64, 28×28×128, 14×14×256: 401,408, 200,704 and 100,352
-   * bytes), then their compact input gradients, float32 (28×28×64, 14×14×128, 7×7×256:
-   * 200,704, 100,352 and 50,176 bytes; each start sums over a block's end, as at 32
-   * px). So 602,112 bytes a sample: 25,690,112 fewer at batch 128. And the gradient region: the widest gradient is the
-   * stem pool's input's, 112×112×64 = 802,816 values, which the pool writes as bf16 for
-   * the stem's bn (1,605,632 bytes; float32: 3,211,264, beside its output gradient in
-   * the region), the bn's own goes to its conv's workspace as bf16. The pool reads its
-   * output gradient from the first block's skip buffer, so its bf16 input gradient
-   * takes the whole region: halves of 802,816 bytes, which also hold the layer1
-   * blocks' first convs' float32 input gradients (56×56×64 floats, written while the
-   * gradient they come from is in the workspace) across the whole region, and the
-   * projections' bn outputs (28×28×128 floats, 401,408 bytes) beside something live:
-   * 2 × 128 × (3,211,264 − 802,816) = 616,562,688 bytes fewer than float32. At 32 px
-   * the stem bn's input gradient stays float32 (its conv, 27 taps for 64 outputs, has no
-   * bf16 columns), 262,144 bytes, but it takes the whole region (it reads the first
-   * block's sum from the skip buffer): halves of 131,072 bytes. */
+  /* torchvision's ResNet-18 at 224 px, batch 128: the blocks start after the stem's 3×3
+   * max pool of stride 2 (its backward reads bf16 too). Float32: the widest block input,
+   * 56×56×64 = 200,704 floats, 802,816 bytes a sample. In bf16 the identity blocks'
+   * largest output gradient, 56×56×64 as bf16, 401,408 bytes; the projections' starts'
+   * sums as bf16 (56×56×64, 28×28×128, 14×14×256: 401,408, 200,704 and 100,352 bytes),
+   * then their compact input gradients, float32 (28×28×64, 14×14×128, 7×7×256: 200,704,
+   * 100,352 and 50,176 bytes; each start sums over a block's end, as at 32 px). So
+   * 602,112 bytes a sample: 25,690,112 fewer at batch 128. And the gradient region: the
+   * widest gradient is the stem pool's input's, 112×112×64 = 802,816 values, which the
+   * pool writes as bf16 for the stem's bn (1,605,632 bytes; float32: 3,211,264, beside
+   * its output gradient in the region), the bn's own goes to its conv's workspace as
+   * bf16. The pool reads its output gradient from the first block's skip buffer, so its
+   * bf16 input gradient takes the whole region: halves of 802,816 bytes, which also hold
+   * the layer1 blocks' first convs' float32 input gradients (56×56×64 floats, written
+   * while the gradient they come from is in the workspace) across the whole region, and
+   * the projections' bn outputs (28×28×128 floats, 401,408 bytes) beside something live:
+   * 2 × 128 × (3,211,264 − 802,816) = 616,562,688 bytes fewer than float32. At 32 px the
+   * stem bn's input gradient stays float32 (its conv, 27 taps for 64 outputs, has no bf16
+   * columns), 262,144 bytes, but it takes the whole region (it reads the first block's
+   * sum from the skip buffer): halves of 131,072 bytes. */
   g_autoptr(TdmNetwork) tv = tdm_network_new("resnet18", 224, 224, 3, 1000, &error);
   g_assert_no_error(error);
   for (int kind = TDM_BACKEND_CPU; kind <= TDM_BACKEND_CUDA; kind++) {
@@ -772,8 +772,8 @@ windows_both(const TdmNetwork *net, int cap, TdmGradientWindows *two, TdmGradien
 }
 
 /* The gradient buffers in two windows (TdmGradientWindows). CIFAR ResNet-18 at 128 px,
- * batch 128, on a GPU in bf16, no bn output stored: one window holds a skip buffer of
- * the widest block gradient as kept, the first projection's (layer2.0: its start's sum,
+ * batch 128, on a GPU in bf16, no bn output stored: one window holds a skip buffer of the
+ * widest block gradient as kept, the first projection's (layer2.0: its start's sum,
  * 128×128×64 bf16, 2,097,152 bytes a sample, then its compact input gradient, 64×64×64
  * floats, 1,048,576: skip_grad_of()), 3,145,728, and halves of 1,048,576 (the first
  * blocks' first convs' bf16 input gradients, 128×128×64, written while the gradient they
@@ -784,18 +784,19 @@ windows_both(const TdmNetwork *net, int cap, TdmGradientWindows *two, TdmGradien
  * gradient (16×16×256 floats, 262,144): 786,432; halves of 524,288 (layer3.0's first
  * conv's input gradient, 64×64×128 bf16 over the whole region; the projection's bn
  * output, 32×32×256 bf16, in a half). The low window, the one window's sizes, lies past
- * the pieces of layers 0–25 (in units of s² bytes a sample at side s: the input's 12,
- * the stem bn's and the first two stages' bf16 outputs, 2 × (64 + 6·64 + 6·128/4) =
- * 1,280, their four block ends' masks, (2·64 + 2·128/4) / 8 = 24: 1,316 s²), and holds
- * 192 s² + 2 · 64 s² = 320 s², more than the third and fourth stages' pieces (2 ·
- * (6·256/16 + 6·512/64) = 288 s² of bf16 outputs, 6 s² of masks) and the global pool's
- * and the logits' 2,088 bytes: so the arena ends with the low window, 1,636 s² a sample,
- * where one window's is its pieces, 1,610 s² + 2,088 (each CIFAR row). The plan's total falls by 128 × (3,145,728 + 2 × 1,048,576 − 786,432 −
- * 2 × 524,288 − (26 s² − 2,088)) = 381,948,928 bytes. Splitting at layer4.0 instead would
- * leave the high window 0.75 MiB a sample but put 5 MiB a sample over 128 × ~1.2 MB of
- * pieces. A CPU bf16 replica with two windows (that layout, and bottlenecks) allocates
- * what the plan says (the low window in its arena) and its step holds no more; its step's
- * gradients are the bits of the one window's. */
+ * the pieces of layers 0–25 (in units of s² bytes a sample at side s: the input's 12, the
+ * stem bn's and the first two stages' bf16 outputs, 2 × (64 + 6·64 + 6·128/4) = 1,280,
+ * their four block ends' masks, (2·64 + 2·128/4) / 8 = 24: 1,316 s²), and holds 192 s² +
+ * 2 · 64 s² = 320 s², more than the third and fourth stages' pieces (2 · (6·256/16 +
+ * 6·512/64) = 288 s² of bf16 outputs, 6 s² of masks) and the global pool's and the
+ * logits' 2,088 bytes: so the arena ends with the low window, 1,636 s² a sample, where
+ * one window's is its pieces, 1,610 s² + 2,088 (each CIFAR row). The plan's total falls
+ * by 128 × (3,145,728 + 2 × 1,048,576 − 786,432 − 2 × 524,288 − (26 s² − 2,088)) =
+ * 381,948,928 bytes. Splitting at layer4.0 instead would leave the high window 0.75 MiB a
+ * sample but put 5 MiB a sample over 128 × ~1.2 MB of pieces. A CPU bf16 replica with two
+ * windows (that layout, and bottlenecks) allocates what the plan says (the low window in
+ * its arena) and its step holds no more; its step's gradients are the bits of the one
+ * window's. */
 static void
 test_gradient_windows(void)
 {
@@ -804,8 +805,8 @@ test_gradient_windows(void)
     int side, batch;
   } rows[] = {{32, 512}, {64, 256}, {128, 128}};
   for (guint k = 0; k < G_N_ELEMENTS(rows); k++) {
-    g_autoptr(TdmNetwork) net = tdm_network_new(resnet18, rows[k].side, rows[k].side, 3, 10,
-                                                &error);
+    g_autoptr(TdmNetwork) net =
+        tdm_network_new(resnet18, rows[k].side, rows[k].side, 3, 10, &error);
     g_assert_no_error(error);
     TdmGradientWindows two, one;
     windows_both(net, rows[k].batch, &two, &one);
@@ -842,9 +843,9 @@ test_gradient_windows(void)
   TdmReplicaPlan p1 = tdm_replica_plan(big, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
   g_unsetenv("TANDEM_GRADIENT_WINDOWS");
   g_assert_cmpuint(tdm_replica_plan_total(&p1) - tdm_replica_plan_total(&p2), ==, 381948928);
-  g_assert_cmpuint(128 * (size_t)(3145728 + 2 * 1048576 - 786432 - 2 * 524288 -
-                                  (26 * 128 * 128 - 2088)),
-                   ==, 381948928);
+  g_assert_cmpuint(
+      128 * (size_t)(3145728 + 2 * 1048576 - 786432 - 2 * 524288 - (26 * 128 * 128 - 2088)), ==,
+      381948928);
   g_test_message("CIFAR ResNet-18, 128 px, batch 128, GPU, bf16: split at layer %d, plan "
                  "%zu bytes (one window %zu)",
                  two.split, tdm_replica_plan_total(&p2), tdm_replica_plan_total(&p1));

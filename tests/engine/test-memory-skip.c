@@ -60,9 +60,9 @@ test_projection_share_room(void)
       g_assert_no_error(error);
       TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, &error);
       g_assert_no_error(error);
-      g_assert_cmpuint(b->bytes_in_use, ==,
-                       tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20)
-                           .total);
+      g_assert_cmpuint(
+          b->bytes_in_use, ==,
+          tdm_memory_replica(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n, n, 40, 20).total);
       g_assert_true(r->stores_bf16 && r->start_sums);
       g_assert_cmpint(r->window_split, ==, gpu.split);
       ReplicaShares found = replica_check_shares(r, n);
