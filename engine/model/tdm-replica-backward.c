@@ -177,33 +177,6 @@ projection_dy16(TdmReplica *r, uint16_t *over)
   return over != NULL ? over : (uint16_t *)r->columns;
 }
 
-/* The bytes of projection end i's compact float32 input gradient for n samples: the
- * pixels its 1×1 conv of no padding reads, its block's input channels. */
-static size_t
-projection_share_bytes(const TdmNetwork *net, int i, int n)
-{
-  const TdmLayer *end = &net->layers[i];
-  return (size_t)n * end->out_h * end->out_w * net->layers[end->partner].in_c * sizeof(float);
-}
-
-/* Where projection end i keeps its compact float32 input gradient for n samples, where
- * its block keeps bf16 gradients: in its skip buffer past the block start's sum (the
- * block's input gradient as bf16, which may go to that buffer: sum_to_end_below()) where
- * the buffer holds both, so that the start reads the share in the pass that writes the
- * sum (block_begin_backward(); no thread's sum may overwrite a share another thread has
- * yet to read); else at the buffer's start. */
-static float *
-projection_share(const TdmReplica *r, int i, int n)
-{
-  const TdmLayer *end = &r->net->layers[i], *begin = &r->net->layers[end->partner];
-  size_t sum =
-      arena_piece((size_t)n * begin->in_h * begin->in_w * begin->in_c * sizeof(uint16_t));
-  char *skip = (char *)r->skip_grad[i];
-  return (float *)(sum + projection_share_bytes(r->net, i, n) <= r->skip_grad_bytes[i]
-                       ? skip + sum
-                       : skip);
-}
-
 /* The backward of residual block end i (RES_END): the gradient after its ReLU goes on
  * to the block's layers in *dy (with *dy_type), and the skip path's share waits in
  * skip_grad for the block's start: a copy of it, or a projection's input gradient
@@ -211,10 +184,11 @@ projection_share(const TdmReplica *r, int i, int n)
  * block's gradients are kept as bf16 (block_grad_bf16()), the gradient is written as
  * bf16, into the skip buffer itself for a block without a projection (*dy then points
  * there; in place where the block after it left its input's gradient there), and a
- * projection's input gradient is kept compact in float32: its bn's gradient goes to the
- * skip buffer (skip_grad_of() sizes it for that), its conv's backward gives the weight
- * gradient (*dx its spare), its input gradient is a product of its own into the skip
- * buffer (projection_share()). The ReLU's gradient goes to a half of the gradient region
+ * projection's input gradient is kept compact in float32: its bn's gradient goes to its
+ * conv as bf16 (projection_dy16()), its conv's backward gives the weight gradient (*dx
+ * its spare), its input gradient is a product of its own into the skip buffer, past the
+ * room of its start's sum where skip_grad_of() sized the buffer for both
+ * (projection_share()). The ReLU's gradient goes to a half of the gradient region
  * where it is not the skip buffer's: in place in *dy where *dy is there and of its
  * type, else into *dx (grad_a where *dy is outside the region), the other half free.
  * masked: the block's start after it applied the ReLU to *dy already
@@ -310,22 +284,18 @@ relu_mask_before(const TdmReplica *r, int i)
 }
 
 /* The bn whose backward sums block start i's pass can make as it writes the gradient
- * (add_relu_backward_bn_sums_bf16), or -1: the layer below the block (below the end
- * that only hands the gradient on where masked, its bf16 gradient the same bits) is a
- * trained bn that reads its stored input, and the replica makes them so
- * (tdm_replica_start_sums(), the backend's op). Its gradient is
- * the pass's output, so its sums are the same bits. */
+ * (add_relu_backward_bn_sums_bf16), or -1: the bn below the block (start_sums_below();
+ * masked: below the end that only hands the gradient on, its bf16 gradient the same
+ * bits), trained, reading its stored input, where the replica makes them so
+ * (tdm_replica_start_sums(), the backend's op). Its gradient is the pass's output, so
+ * its sums are the same bits. */
 static int
 start_sums_bn(TdmReplica *r, int i, gboolean masked)
 {
-  const TdmNetwork *net = r->net;
-  int k = masked ? i - 2 : i - 1;
-  if (!r->start_sums || k < r->backward_stop)
-    return -1;
-  if (masked && !block_grad_bf16(net, i - 1, r->stores_bf16))
-    return -1;
-  const TdmLayer *bn = &net->layers[k];
-  if (bn->kind != TDM_LAYER_BN || layer_frozen(r, k) || r->acts[k] == NULL)
+  int k = start_sums_below(r->net, i, r->stores_bf16);
+  g_assert(masked == (i >= 1 && relu_bits_kept(r->net, i - 1, r->stores_bf16)));
+  if (!r->start_sums || k < 0 || k < r->backward_stop || layer_frozen(r, k) ||
+      r->acts[k] == NULL)
     return -1;
   return k;
 }
@@ -363,20 +333,14 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
     tdm_backend_add(b, *dy, r->skip_grad[l->partner], count);
     return;
   }
-  /* Into the skip buffer of the end below where it takes it there (another window's, at
-   * the windows' split: TdmGradientWindows), else this block's. */
-  uint16_t *sum = (uint16_t *)r->skip_grad[sum_to_end_below(net, i, r->stores_bf16)
-                                               ? i - 1
-                                               : l->partner];
+  uint16_t *sum = start_sum_of(r, i);
   /* The skip path's share: the block's bf16 output gradient, or a projection's compact
    * float32 input gradient. */
   const float *share =
       end->projection ? projection_share(r, l->partner, n) : r->skip_grad[l->partner];
   const uint32_t *mask = relu_mask_before(r, i);
   int k = start_sums_bn(r, i, mask != NULL);
-  if (k >= 0 &&
-      (!end->projection || !tdm_bytes_overlap(sum, count * sizeof(uint16_t), share,
-                                              projection_share_bytes(net, l->partner, n)))) {
+  if (k >= 0 && (!end->projection || projection_share_clear(r, l->partner, n))) {
     /* The pass below with the bn's sums: the bits of both (bn_backward() skips them). */
     const TdmLayer *bn = &net->layers[k];
     const float *saved = r->bn_work[k] + 2 * bn->out_c;

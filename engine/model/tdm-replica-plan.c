@@ -562,7 +562,7 @@ tdm_replica_block_buffers_in(const TdmNetwork *net, TdmBackendKind kind,
       /* A projection block whose start hands its sum to the end below it
        * (sum_to_end_below()) keeps only its compact input gradient. */
       if (l->projection && l->partner == lo && sum_to_end_below(net, lo, stores16))
-        bytes = (size_t)l->out_h * l->out_w * net->layers[lo].in_c * sizeof(float);
+        bytes = projection_share_bytes(net, i, 1);
       w[level - 1] = MAX(w[level - 1], bytes);
     }
   }

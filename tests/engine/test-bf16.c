@@ -18,6 +18,7 @@
 #include "tdm-replica.h"
 #include "tdm-replica-private.h"
 #include "relative-difference.h"
+#include "replica-shares.h"
 #include "synthetic-idx.h"
 
 #include <math.h>
@@ -694,27 +695,46 @@ test_exact(void)
  * (TANDEM_START_SUMS=0): basic blocks over a bn with its ReLU and over a block's end,
  * projections of stride 1 and 2, bottlenecks; one worker and two (the synchronized
  * sums step after it unchanged). A projection's start adds its compact share in that
- * pass where the sum overwrites none of it: at the windows' split (the sum in the low
- * window's buffer), and, with one window (TANDEM_GRADIENT_WINDOWS=0), the third network's
- * second projection, whose sum and share both fit in the buffer the first blocks' wider
- * gradient sizes (the share past the sum); its first projection's start there keeps the
- * two passes (its sum alone fills the buffer). */
+ * pass: every one whose start sums over a block's end (skip_grad_of() gives its buffer
+ * room for both), its share past its sum in one buffer or, at the windows' split, its
+ * sum in the low window's; the bottlenecks' first start, after the stem's pool, makes
+ * no bn's sums (two passes). With two windows (each network with projections splits at
+ * one projection's start, whose sum goes to the low window; the fifth's other
+ * projection's share lies past its sum) and, for the networks with projections, one
+ * (TANDEM_GRADIENT_WINDOWS=0: every such share past its sum), each replica as a worker's
+ * (a full shard of the batch a step: tdm_memory_capacity()) checked before it trains
+ * (replica_shares_of()). */
 static void
 test_start_sums(void)
 {
-  const char *nets[] = {"conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
-                        "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
-                        plain_net, bottleneck_net, region_net,
-                        "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
-                        "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,"
-                        "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10"};
+  static const struct {
+    const char *spec;
+    int projections; /* whose start sums over a block's end */
+  } nets[] = {{"conv8k3p1,bn,relu,res(conv8k3p1,bn,relu,conv8k3p1,bn),relu,"
+               "res(conv16k3s2p1,bn,relu,conv16k3p1,bn),relu,gap,fc10",
+               1},
+              {plain_net, 0},
+              {bottleneck_net, 1},
+              {region_net, 1},
+              {"conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
+               "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,"
+               "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10",
+               2}};
   const char *devices[] = {"cpu", "cpu:2"};
   for (int windows = 2; windows >= 1; windows--)
-    for (guint k = windows == 2 ? 0 : G_N_ELEMENTS(nets) - 1; k < G_N_ELEMENTS(nets); k++)
+    for (guint k = 0; k < G_N_ELEMENTS(nets); k++)
       for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
-        Run run = {nets[k], devices[d], TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 2, FALSE};
+        if (windows == 1 && nets[k].projections == 0)
+          continue;
+        Run run = {nets[k].spec, devices[d], TDM_PRECISION_BF16, TDM_OPTIMIZER_SGD, 64, 2,
+                   FALSE};
         if (windows == 1)
           g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
+        ReplicaShares found =
+            replica_shares_of(TDM_DEVICE_CPU, nets[k].spec, run.batch / (int)(d + 1));
+        g_assert_cmpint(found.past + found.split, ==, nets[k].projections);
+        g_assert_cmpint(found.split, ==, windows == 2 && nets[k].projections > 0 ? 1 : 0);
+        g_assert_cmpint(found.other, ==, nets[k].spec == bottleneck_net ? 1 : 0);
         size_t n = 0, m = 0;
         g_autofree float *fused = train(&run, &n);
         g_assert_true(g_setenv("TANDEM_START_SUMS", "0", TRUE));
@@ -725,9 +745,10 @@ test_start_sums(void)
         size_t differ = 0;
         for (size_t i = 0; i < n; i++)
           differ += memcmp(&fused[i], &apart[i], sizeof(float)) != 0;
-        g_test_message("bf16, %s on %s, %d window(s): %zu of %zu parameters differ between "
-                       "the block start's sums and the bn's own",
-                       nets[k], devices[d], windows, differ, n);
+        g_test_message("bf16, %s on %s, %d window(s): projection starts in one pass, %d "
+                       "with the share past the sum, %d at the split; %zu of %zu parameters "
+                       "differ between the block start's sums and the bn's own",
+                       nets[k].spec, devices[d], windows, found.past, found.split, differ, n);
         g_assert_cmpuint(differ, ==, 0);
       }
 }

@@ -449,5 +449,6 @@ main(int argc, char **argv)
   g_test_add_func("/memory/check-host", test_check_host);
   test_memory_add_workspace();
   test_memory_add_bottleneck();
+  test_memory_add_skip();
   return g_test_run();
 }

@@ -275,8 +275,9 @@ skip_bytes(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision)
   return sum;
 }
 
-/* Registers test-memory-bf16.c's tests, test-memory-workspace.c's and
- * test-memory-bottleneck.c's. */
+/* Registers test-memory-bf16.c's tests, test-memory-workspace.c's,
+ * test-memory-bottleneck.c's and test-memory-skip.c's. */
 void test_memory_add_bf16 (void);
 void test_memory_add_workspace (void);
 void test_memory_add_bottleneck (void);
+void test_memory_add_skip (void);

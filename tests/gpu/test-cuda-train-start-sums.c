@@ -6,16 +6,18 @@
  * blocks over a bn with its ReLU and over a block's end, projections of stride 1 and 2,
  * bottlenecks; one replica and two sharing cuda:0 with synchronized batch normalization
  * (the all-reduce of the sums unchanged), and a projection's start that adds its compact
- * share in that pass (at the windows' split, and past its sum with one window). Likewise
+ * share in that pass (at the windows' split, else past its sum). Likewise
  * the bn's elementwise passes walked upwards (TANDEM_DESCENDING=0) against the default's
  * downward walk, and the gradient buffers in two windows against one
  * (TANDEM_GRADIENT_WINDOWS=0). And the masks that block's start reads: after a step,
  * each block end's ReLU mask as bits (which its forward's kernel wrote beside its bf16
  * output) is that output's mask by the CPU's rule.
  */
+#include "replica-shares.h"
 #include "replica-step.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
+#include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-relu-bits.h"
 #include "tdm-replica.h"
@@ -24,17 +26,35 @@
 
 #include <string.h>
 
-static float *
-train_bf16_exact(const char *devices, const char *network, size_t *count)
+/* The runs compared here: bf16, exact mode, synchronized batch normalization. */
+static TdmConfig *
+exact_config(const char *devices, const char *network)
 {
-  g_autoptr(TdmConfig) cfg = synthetic_run(network, devices);
+  TdmConfig *cfg = synthetic_run(network, devices);
   cfg->batch = 64;
   cfg->precision = TDM_PRECISION_BF16;
   cfg->exact = TRUE;
   cfg->batchnorm = TDM_BATCHNORM_SYNC;
   cfg->max_steps = 5;
   cfg->seed = 5;
+  return cfg;
+}
+
+static float *
+train_bf16_exact(const char *devices, const char *network, size_t *count)
+{
+  g_autoptr(TdmConfig) cfg = exact_config(devices, network);
   return trained_parameters(cfg, count);
+}
+
+/* Where a GPU replica of such a run (its shard a step: tdm_memory_capacity(), each of
+ * its replicas alike) keeps each projection's start's sum and share (replica-shares.h). */
+static ReplicaShares
+run_shares(const char *devices, const char *network)
+{
+  g_autoptr(TdmConfig) cfg = exact_config(devices, network);
+  return replica_shares_of(TDM_DEVICE_GPU(0), network,
+                           tdm_memory_capacity(cfg, cfg->replicas, 0));
 }
 
 /* Basic blocks over a bn with its ReLU and over a block's end, projections of stride 1
@@ -70,25 +90,44 @@ same_bits_with_zero(const char *variable, const char *what, const char *const *n
     }
 }
 
+/* A projection's start adds its compact share in the pass with the sums wherever it
+ * sums over a block's end (skip_grad_of() gives its buffer room for the sum and the
+ * share): block_networks' and a third network's, two windows of the gradient buffers
+ * (each splits at one projection's start, whose sum goes to the low window; the third
+ * network's other projection's share lies past its sum) and one
+ * (TANDEM_GRADIENT_WINDOWS=0: every such share past its sum); the bottlenecks' first
+ * start, after the stem's pool, makes no bn's sums (two passes). Each layout checked on
+ * a replica as the runs make it, before they train. */
 static void
 test_start_sums_same_bits(void)
 {
   if (!have_gpu())
     return;
-  same_bits_with_zero("TANDEM_START_SUMS", "the block start's sums and the bn's own",
-                      block_networks, G_N_ELEMENTS(block_networks));
-  /* With one window of the gradient buffers, the second projection's compact share lies
-   * past its start's sum in the buffer the first blocks' wider gradient sizes, and its
-   * start adds it in the pass with the sums (the first's keeps the two passes; at the
-   * windows' split, block_networks' first projection's start is one pass too). */
-  static const char *const one_window[] = {
+  static const char *const third[] = {
       "conv16k3p1,bn,relu,res(conv16k3p1,bn,relu,conv16k3p1,bn),relu,"
       "res(conv32k3s2p1,bn,relu,conv32k3p1,bn),relu,"
       "res(conv64k3s2p1,bn,relu,conv64k3p1,bn),relu,gap,fc10"};
-  g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
-  same_bits_with_zero("TANDEM_START_SUMS",
-                      "the block start's sums and the bn's own, one window", one_window,
-                      G_N_ELEMENTS(one_window));
+  const struct {
+    const char *spec;
+    int projections, after_pool; /* whose start sums over a block's end; the others */
+  } layouts[] = {{block_networks[0], 1, 0}, {block_networks[1], 1, 1}, {third[0], 2, 0}};
+  const char *devices[] = {"cuda:0", "cuda:0,cuda:0"};
+  for (int windows = 2; windows >= 1; windows--) {
+    if (windows == 1)
+      g_assert_true(g_setenv("TANDEM_GRADIENT_WINDOWS", "0", TRUE));
+    for (guint k = 0; k < G_N_ELEMENTS(layouts); k++)
+      for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
+        ReplicaShares found = run_shares(devices[d], layouts[k].spec);
+        g_assert_cmpint(found.past + found.split, ==, layouts[k].projections);
+        g_assert_cmpint(found.split, ==, windows == 2 ? 1 : 0);
+        g_assert_cmpint(found.other, ==, layouts[k].after_pool);
+      }
+    const char *what = windows == 2 ? "the block start's sums and the bn's own"
+                                    : "the block start's sums and the bn's own, one window";
+    same_bits_with_zero("TANDEM_START_SUMS", what, block_networks,
+                        G_N_ELEMENTS(block_networks));
+    same_bits_with_zero("TANDEM_START_SUMS", what, third, G_N_ELEMENTS(third));
+  }
   g_unsetenv("TANDEM_GRADIENT_WINDOWS");
 }
 
