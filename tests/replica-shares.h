@@ -13,6 +13,7 @@
 #include "tdm-dataset.h"
 #include "tdm-network.h"
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 
 /* How replica_check_shares() found a replica's projections. */
 typedef struct {

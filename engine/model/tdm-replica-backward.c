@@ -16,6 +16,7 @@
  * conv layer's own backward is tdm-replica-conv.c's, the forward walk
  * tdm-replica-forward.c's. */
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 
 /* The rows the batch statistics run over: this shard's, or every replica's when
  * synchronized (the backward's; the forward's counts travel in the slots). */
@@ -290,10 +291,9 @@ relu_mask_before(const TdmReplica *r, int i)
  * (tdm_replica_start_sums(), the backend's op). Its gradient is the pass's output, so
  * its sums are the same bits. */
 static int
-start_sums_bn(TdmReplica *r, int i, gboolean masked)
+start_sums_bn(TdmReplica *r, int i)
 {
   int k = start_sums_below(r->net, i, r->stores_bf16);
-  g_assert(masked == (i >= 1 && relu_bits_kept(r->net, i - 1, r->stores_bf16)));
   if (!r->start_sums || k < 0 || k < r->backward_stop || layer_frozen(r, k) ||
       r->acts[k] == NULL)
     return -1;
@@ -339,7 +339,7 @@ block_begin_backward(TdmReplica *r, int i, int n, float **dy, float **dx, TdmDty
   const float *share =
       end->projection ? projection_share(r, l->partner, n) : r->skip_grad[l->partner];
   const uint32_t *mask = relu_mask_before(r, i);
-  int k = start_sums_bn(r, i, mask != NULL);
+  int k = start_sums_bn(r, i);
   if (k >= 0 && (!end->projection || projection_share_clear(r, l->partner, n))) {
     /* The pass below with the bn's sums: the bits of both (bn_backward() skips them). */
     const TdmLayer *bn = &net->layers[k];

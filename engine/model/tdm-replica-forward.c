@@ -15,6 +15,7 @@
  * tdm-replica-backward.c's. Not the buffers, the gather or the step's shape
  * (tdm-replica.c). */
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 #include "tdm-conv-columns.h"
 
 gboolean

@@ -9,6 +9,7 @@
  * activations, which no evaluation needs (tdm-replica-private.h). Not the column
  * workspace or the convolution scratch (one each, shared with training: tdm-replica.c). */
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 #include "tdm-error.h"
 
 size_t

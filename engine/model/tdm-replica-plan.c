@@ -3,12 +3,15 @@
  * buffers with the storage decided (what a bf16 run stores as bf16), the gradient
  * region, the column workspace at its upper bound, the skip-gradient buffers, the two
  * windows those two backward-only buffers lie in (tdm_replica_gradient_windows(): the
- * low one over the later layers' pieces in the arena), and the plan that sums them (tdm_replica_plan(), which tdm_replica_new_planned() allocates and
- * the memory estimate reads), the evaluation chunk that fits beside the training, and
- * which bn outputs are stored for their conv (tdm_replica_bn_store(): by default the
- * most that grows the plan by at most 1/TDM_BN_STORE_GROWTH, computed with the plan).
+ * low one over the later layers' pieces in the arena; their rules in
+ * tdm-replica-windows.h), and the plan that sums them (tdm_replica_plan(), which
+ * tdm_replica_new_planned() allocates and the memory estimate reads), the evaluation
+ * chunk that fits beside the training, and which bn outputs are stored for their conv
+ * (tdm_replica_bn_store(): by default the most that grows the plan by at most
+ * 1/TDM_BN_STORE_GROWTH, computed with the plan).
  * No allocation here: tdm-replica.c makes the replica the plan describes. */
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 #include "tdm-conv-columns.h"
 
 #include <stdlib.h>

@@ -6,6 +6,7 @@
  * buffers are tdm-replica.c's, the walks over the layers tdm-replica-forward.c's
  * and tdm-replica-backward.c's. */
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 #include "tdm-i18n.h"
 #include "tdm-counter-rng.h"
 #include "tdm-error.h"

@@ -5,6 +5,7 @@
  * tdm-replica-train.c's, the walks over the layers tdm-replica-forward.c's and
  * tdm-replica-backward.c's. No communication here; no optimizer. */
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 #include "tdm-error.h"
 #include "tdm-conv-columns.h"
 

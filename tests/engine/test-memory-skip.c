@@ -11,6 +11,7 @@
 #include "tdm-memory.h"
 #include "tdm-network.h"
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 #include "tdm-replica.h"
 #include "test-memory.h"
 

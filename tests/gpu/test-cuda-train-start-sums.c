@@ -22,6 +22,7 @@
 #include "tdm-relu-bits.h"
 #include "tdm-replica.h"
 #include "tdm-replica-private.h"
+#include "tdm-replica-windows.h"
 #include "test-cuda-train.h"
 
 #include <string.h>
