@@ -5,8 +5,8 @@
  * candidate is the reference, and the verdict on a measured deviation — for the case
  * that made it (a 1×1 weight gradient over a million rows, bf16 output: cuDNN's engine
  * 62 left out at the deviation it showed on the H100, a plan rounding its output once
- * kept), and for a float32 run's. The measurement itself (kernels/compare.cu) is the
- * GPU suite's. */
+ * kept), and for a float32 run's; the pieces a result is compared in through a
+ * candidate's scratch. The measurement itself (kernels/compare.cu) is the GPU suite's. */
 #include "tdm-backend-cuda-conv-screen.h"
 
 #include <math.h>
@@ -107,6 +107,69 @@ test_verdict(void)
   g_assert_false(tdm_conv_screen_keeps(0x1p-12, f32_bound));
 }
 
+/* The pieces a result is compared in through a room: one where the room holds it all,
+ * many of a multiple of 256 bytes, the last shorter, values alone where the room holds
+ * less than 256 bytes, none where it holds not one value. */
+static void
+test_pieces(void)
+{
+  guint64 piece = 1, count = 1;
+  /* One: the whole result, however much room is left over. */
+  tdm_conv_screen_pieces(1000, 4096, 4, &piece, &count);
+  g_assert_cmpuint(piece, ==, 1000);
+  g_assert_cmpuint(count, ==, 1);
+  tdm_conv_screen_pieces(4096, 4096, 2, &piece, &count);
+  g_assert_cmpuint(piece, ==, 4096);
+  g_assert_cmpuint(count, ==, 1);
+  /* Many, even: a 64-MiB bf16 result through a 1-MiB room. */
+  tdm_conv_screen_pieces((guint64)64 << 20, (guint64)1 << 20, 2, &piece, &count);
+  g_assert_cmpuint(piece, ==, (guint64)1 << 20);
+  g_assert_cmpuint(count, ==, 64);
+  /* A remainder: a room of 3,000 bytes takes pieces of 2,816 (11 · 256), the fourth
+   * 10,000 − 3 · 2,816 = 1,552 bytes. */
+  tdm_conv_screen_pieces(10000, 3000, 4, &piece, &count);
+  g_assert_cmpuint(piece, ==, 2816);
+  g_assert_cmpuint(piece % TDM_CONV_SCREEN_PIECE_ALIGN, ==, 0);
+  g_assert_cmpuint(count, ==, 4);
+  g_assert_cmpuint(10000 - (count - 1) * piece, ==, 1552);
+  /* A room under 256 bytes: whole values. */
+  tdm_conv_screen_pieces(10000, 100, 4, &piece, &count);
+  g_assert_cmpuint(piece, ==, 100);
+  g_assert_cmpuint(count, ==, 100);
+  tdm_conv_screen_pieces(1000, 99, 2, &piece, &count);
+  g_assert_cmpuint(piece, ==, 98);
+  g_assert_cmpuint(count, ==, 11);
+  g_assert_cmpuint(piece % 2, ==, 0);
+  /* Not one value, or nothing to compare: no pieces. */
+  tdm_conv_screen_pieces(1000, 3, 4, &piece, &count);
+  g_assert_cmpuint(piece, ==, 0);
+  g_assert_cmpuint(count, ==, 0);
+  tdm_conv_screen_pieces(0, 4096, 4, &piece, &count);
+  g_assert_cmpuint(count, ==, 0);
+}
+
+/* TANDEM_CONV_SCREEN_PIECE_BYTES: read once (a change after is not seen until a reset),
+ * nothing where unset or not a positive whole number. */
+static void
+test_piece_room(void)
+{
+  g_unsetenv("TANDEM_CONV_SCREEN_PIECE_BYTES");
+  tdm_conv_screen_reset();
+  g_assert_cmpuint(tdm_conv_screen_room_cap(), ==, G_MAXUINT64);
+  g_setenv("TANDEM_CONV_SCREEN_PIECE_BYTES", "4096", TRUE);
+  g_assert_cmpuint(tdm_conv_screen_room_cap(), ==, G_MAXUINT64);
+  tdm_conv_screen_reset();
+  g_assert_cmpuint(tdm_conv_screen_room_cap(), ==, 4096);
+  static const char *const unusable[] = {"0", "-1", "4k", ""};
+  for (guint i = 0; i < G_N_ELEMENTS(unusable); i++) {
+    g_setenv("TANDEM_CONV_SCREEN_PIECE_BYTES", unusable[i], TRUE);
+    tdm_conv_screen_reset();
+    g_assert_cmpuint(tdm_conv_screen_room_cap(), ==, G_MAXUINT64);
+  }
+  g_unsetenv("TANDEM_CONV_SCREEN_PIECE_BYTES");
+  tdm_conv_screen_reset();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -115,5 +178,7 @@ main(int argc, char **argv)
   g_test_add_func("/conv-screen/bound", test_bound);
   g_test_add_func("/conv-screen/reference", test_reference);
   g_test_add_func("/conv-screen/verdict", test_verdict);
+  g_test_add_func("/conv-screen/pieces", test_pieces);
+  g_test_add_func("/conv-screen/piece-room", test_piece_room);
   return g_test_run();
 }

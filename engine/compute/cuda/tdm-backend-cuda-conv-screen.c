@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-conv-screen.c — the convolution engine's screen of its candidates: the
- * bound a candidate's result must keep to against the reference's, and which one is
- * the reference (tdm-backend-cuda-conv-screen.h derives them). Compiled without CUDA too. */
+ * bound a candidate's result must keep to against the reference's, which one is the
+ * reference (tdm-backend-cuda-conv-screen.h derives them), and the pieces the two
+ * results are compared in. Compiled without CUDA too. */
 #include "tdm-backend-cuda-conv-screen.h"
 
 #include <math.h>
@@ -58,4 +59,44 @@ gboolean
 tdm_conv_screen_keeps(double deviation, double bound)
 {
   return deviation <= bound;
+}
+
+void
+tdm_conv_screen_pieces(guint64 result_bytes, guint64 room, guint64 value_bytes,
+                       guint64 *piece, guint64 *count)
+{
+  guint64 p = room >= TDM_CONV_SCREEN_PIECE_ALIGN
+                  ? room / TDM_CONV_SCREEN_PIECE_ALIGN * TDM_CONV_SCREEN_PIECE_ALIGN
+              : value_bytes > 0 ? room / value_bytes * value_bytes
+                                : 0;
+  *piece = MIN(p, result_bytes);
+  *count = *piece > 0 ? (result_bytes + *piece - 1) / *piece : 0;
+}
+
+static GMutex room_lock;
+static gboolean room_read;
+static guint64 room_cap;
+
+guint64
+tdm_conv_screen_room_cap(void)
+{
+  g_mutex_lock(&room_lock);
+  if (!room_read) {
+    const char *v = g_getenv("TANDEM_CONV_SCREEN_PIECE_BYTES");
+    char *end = NULL;
+    guint64 bytes = v != NULL && g_ascii_isdigit(*v) ? g_ascii_strtoull(v, &end, 10) : 0;
+    room_cap = bytes > 0 && end != NULL && *end == '\0' ? bytes : G_MAXUINT64;
+    room_read = TRUE;
+  }
+  guint64 cap = room_cap;
+  g_mutex_unlock(&room_lock);
+  return cap;
+}
+
+void
+tdm_conv_screen_reset(void)
+{
+  g_mutex_lock(&room_lock);
+  room_read = FALSE;
+  g_mutex_unlock(&room_lock);
 }

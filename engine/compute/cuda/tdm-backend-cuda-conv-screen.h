@@ -95,4 +95,19 @@ double tdm_conv_screen_deviation (double diff_squares, double ref_squares);
  * for a NaN). */
 gboolean tdm_conv_screen_keeps (double deviation, double bound);
 
+/* The screen compares a result with the reference's in pieces, the reference's piece
+ * uploaded into `room` bytes of the timed candidate's scratch (dead after its runs):
+ * *piece bytes each, a multiple of TDM_CONV_SCREEN_PIECE_ALIGN (of value_bytes, 2 or 4,
+ * where the room holds less), and not more than the result, the last shorter; *count
+ * of them. Both 0 where the room holds not one value or the result is empty. */
+#define TDM_CONV_SCREEN_PIECE_ALIGN 256
+void tdm_conv_screen_pieces (guint64 result_bytes, guint64 room, guint64 value_bytes,
+                             guint64 *piece, guint64 *count);
+/* The room TANDEM_CONV_SCREEN_PIECE_BYTES (tests only: many pieces on small shapes)
+ * makes the pieces keep within, G_MAXUINT64 where it is unset or not a positive whole
+ * number; read once, until tdm_conv_screen_reset(). */
+guint64 tdm_conv_screen_room_cap (void);
+/* Forgets what tdm_conv_screen_room_cap() read (for tests). */
+void tdm_conv_screen_reset (void);
+
 G_END_DECLS
