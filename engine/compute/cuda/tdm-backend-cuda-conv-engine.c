@@ -18,12 +18,15 @@
  *
  * A timing is also a screen (tdm-backend-cuda-conv-screen.h): the reference candidate
  * (the least rounding: a float32 result first, im2col before ours before cuDNN's) is
- * timed first and its result copied aside in the workspace, after what the candidates
- * need; each other candidate's result, left in the call's output by its timed runs, is
- * measured against that copy (tdm_backend_deviation(), ‖c − r‖₂ / ‖r‖₂) and left out
- * when it lies further than both results' roundings and float32 sums allow. The
- * choice is the fastest of those kept; the disk cache (version 6) holds only such
- * choices.
+ * timed first and its whole result read back to the host; each other candidate's
+ * result, left in the call's output by its timed runs, is measured against it
+ * (tdm_backend_deviation(), ‖c − r‖₂ / ‖r‖₂) piece by piece, the reference's pieces
+ * uploaded into the candidate's own scratch, which nothing reads after its runs, and
+ * left out when it lies further than both results' roundings and float32 sums allow.
+ * So the screen asks the workspace for no more than the candidates need (a piece's
+ * room where they need less), and a first run's workspace is no larger than its
+ * timings' needs. The choice is the fastest of those kept; the disk cache (version 6)
+ * holds only such choices.
  */
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-budget.h"
@@ -48,6 +51,11 @@ struct _TdmConvEngine {
   cudaEvent_t start, stop;
   char *model;                 /* the disk cache's file: GPU and library versions */
 };
+
+/* The most any timing asked of a workspace in the process (tests:
+ * tdm_cuda_conv_timing_needs()). */
+static GMutex timing_needs_lock;
+static size_t timing_most_seen, timing_need_seen;
 
 static const char *const direction_names[] = {"fwd", "dgrad", "wgrad"};
 static const char *const precision_names[] = {"fp32", "tf32", "bf16"};
@@ -218,47 +226,67 @@ value_bytes(TdmDtype type)
   return type == TDM_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
 }
 
-/* Where the reference's copy starts: after every candidate's need (`most`), aligned. */
+/* The bytes from the workspace's start that every candidate takes before its own
+ * scratch (the layout's reservations: dy16 where it lies in the workspace, the weights'
+ * room), written once a call by tdm_conv_prepare() and read by every candidate's runs. */
 static size_t
-copy_at(size_t most)
+reserved_of(const TdmConvLayout *l)
 {
-  return (most + 255) / 256 * 256;
+  return (size_t)(l->scratch - (char *)l->a->work);
 }
 
+/* The room past the reservations the screen asks for where the candidates need less:
+ * a result of more is compared in pieces of at least this. */
+#define SCREEN_ROOM ((size_t)1 << 20)
+
 /* The bytes of the workspace a timing needs (`most`: what the candidates need), and in
- * *count how many of the result's values the screen compares: its copy of the
- * reference's result lies after the candidates' need, inside the workspace the caller
- * grants (the replica's, grown for the timing and fitted to the choices' need after the
- * pre-warm: counted as that workspace is, in its peak, and in nothing after). All the
- * result, or as many of its first values as the caller's limit leaves room for (the
- * plan's upper bound, which the memory estimate promised, is never passed for it); 0
- * where not one fits: then the timing is not screened. */
+ * *room how many of them past the reservations the screen's pieces may take (0: the
+ * timing is not screened). The screen uploads the reference's result, piece by piece,
+ * into the scratch of the candidate it measures after that candidate's runs: the
+ * candidates' room, and where they need less, the reservations and the result or
+ * SCREEN_ROOM, whichever is less. Never past the caller's limit (the plan's upper bound,
+ * which the memory estimate promised): 0 where not one value fits under it. So a
+ * timing asks for what its candidates need, or at most SCREEN_ROOM past the
+ * reservations, and the workspace the caller grows for it (the replica's, fitted to the
+ * choices' need after the pre-warm) holds nothing for the screen. */
 static size_t
-timing_need(const TdmConvLayout *l, size_t most, size_t *count)
+timing_need(const TdmConvLayout *l, size_t most, size_t *room)
 {
   Result r = result_of(l);
-  size_t at = copy_at(most), size = value_bytes(r.type), limit = l->a->work_limit;
-  *count = r.count;
-  if (limit != 0)
-    *count = limit > at ? MIN(r.count, (limit - at) / size) : 0;
-  return *count > 0 ? at + *count * size : most;
+  size_t reserved = reserved_of(l), size = value_bytes(r.type), limit = l->a->work_limit;
+  size_t need = MAX(most, reserved + MIN(r.count * size, SCREEN_ROOM));
+  if (limit != 0 && need > limit)
+    need = MAX(most, limit);
+  *room = need >= reserved + size ? need - reserved : 0;
+  return *room > 0 ? need : most;
 }
 
 /* The screen of one timing (tdm-backend-cuda-conv-screen.h): the reference's result
- * copied aside, each other candidate's result measured against it. */
+ * read back to the host, each other candidate's result measured against it in pieces
+ * uploaded into that candidate's scratch. */
 typedef struct {
   Result result;               /* what every candidate writes */
-  void *copy;                  /* the reference's first `count` values; NULL: no screen */
-  size_t count;
+  char *slot;                  /* where the pieces go: the candidates' scratch; NULL: no screen */
+  guint64 piece, pieces;       /* the pieces' bytes (the last's may be fewer), how many */
+  void *host;                  /* the reference's result, once it has run */
   guint64 length;              /* L, the products each value sums */
   int reference;               /* its index in the list, once one has run */
   char *reference_name;        /* and its name */
   GPtrArray *left_out;         /* the names left out */
 } Screen;
 
-/* ‖result − reference‖₂ / ‖reference‖₂ over the compared values: one reduction
- * (tdm_backend_deviation(), in the backend's partials buffer, which its own bytes
- * count) and two doubles read back; NaN when the backend failed. */
+static size_t
+result_bytes(const Result *r)
+{
+  return r->count * value_bytes(r->type);
+}
+
+/* ‖result − reference‖₂ / ‖reference‖₂ over the whole result: for each piece, the
+ * reference's uploaded into the slot (stream-ordered after the candidate's runs, so
+ * over scratch they are done with), one reduction (tdm_backend_deviation(), in the
+ * backend's partials buffer, which its own bytes count) and its two sums read back,
+ * added in double (Σ (c − r)² and Σ r² are sums over the values: pieces add up); NaN
+ * when the backend failed. */
 G_STATIC_ASSERT(TDM_PARTIALS_FLOATS / 2 >= TDM_DEVIATION_WORK_DOUBLES);
 
 static double
@@ -266,11 +294,21 @@ deviation_of(TdmBackend *b, const Screen *screen)
 {
   size_t doubles = 0;
   double *work = tdm_backend_cuda_sum_scratch(b, &doubles);
-  double sums[2] = {NAN, NAN};
-  tdm_backend_deviation(b, work, screen->result.at, screen->copy, screen->result.type,
-                        screen->count);
-  tdm_backend_download(b, sums, work, sizeof sums);
-  return tdm_conv_screen_deviation(sums[0], sums[1]);
+  size_t total = result_bytes(&screen->result), size = value_bytes(screen->result.type);
+  double diff = 0.0, ref = 0.0;
+  for (guint64 k = 0; k < screen->pieces; k++) {
+    size_t at = (size_t)(k * screen->piece), bytes = MIN((size_t)screen->piece, total - at);
+    double sums[2] = {NAN, NAN};
+    tdm_backend_upload(b, screen->slot, (const char *)screen->host + at, bytes);
+    tdm_backend_deviation(b, work, (const char *)screen->result.at + at, screen->slot,
+                          screen->result.type, bytes / size);
+    tdm_backend_download(b, sums, work, sizeof sums);
+    if (tdm_backend_failed(b))
+      return NAN;
+    diff += sums[0];
+    ref += sums[1];
+  }
+  return tdm_conv_screen_deviation(diff, ref);
 }
 
 /* Tests only: TANDEM_CONV_FAULT="<direction> <candidate>" (fwd, dgrad or wgrad, and a
@@ -292,19 +330,26 @@ inject_test_fault(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate 
 }
 
 /* Screens candidate i of list, whose result the call's output now holds: the first to
- * run becomes the reference (its result copied aside); any other stays when its result
- * lies within the bound of the reference's. FALSE when it is left out (said, and
- * named in screen->left_out). */
+ * run becomes the reference (its result read back to the host); any other stays when
+ * its result lies within the bound of the reference's. FALSE when it is left out
+ * (said, and named in screen->left_out). */
 static gboolean
 screened(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, Screen *screen)
 {
   TdmConvCandidate *c = g_ptr_array_index(list, i);
-  if (screen->copy == NULL)
+  if (screen->slot == NULL)
     return TRUE;
   inject_test_fault(b, l, c, screen);
   if (screen->reference < 0) {
-    tdm_backend_copy(b, screen->copy, screen->result.at,
-                     screen->count * value_bytes(screen->result.type));
+    size_t bytes = result_bytes(&screen->result);
+    screen->host = g_try_malloc(bytes);
+    if (screen->host == NULL) {
+      g_message("%s: convolution candidates not screened: no host memory for the "
+                "reference's result (%zu bytes)", b->name, bytes);
+      screen->slot = NULL;
+      return TRUE;
+    }
+    tdm_backend_download(b, screen->host, screen->result.at, bytes);
     screen->reference = (int)i;
     screen->reference_name = g_strdup(c->name);
     return TRUE;
@@ -345,9 +390,10 @@ timing_order(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
 
 /* Times each candidate (one run to warm up, then TIMED_RUNS) and screens its result
  * (screened()), the fastest kept one's index (the first in the list's order of equal
- * times) or -1; those that fail at run time are skipped. The screen's extra work: one
- * copy of the reference's result, and for each other candidate one reduction and two
- * doubles read back, after its timed runs. */
+ * times) or -1; those that fail at run time are skipped. The screen's extra work, after
+ * the timed runs: the reference's result read back once, and for each other candidate
+ * the reference uploaded again piece by piece, a reduction a piece and two doubles
+ * read back. */
 static int
 fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
 {
@@ -436,8 +482,8 @@ within_budget(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, size_t *mo
  * call's preparation, once, when *prepared is FALSE), or the rule's while untimed.
  * *timed says which, and screen says what the timing compared (its reference, those
  * left out). NULL when no candidate takes it, or when timing them needs more workspace
- * than the call has (the candidates' need and the screen's copy, timing_need()): then
- * *want says how much (nothing was queued).
+ * than the call has (the candidates' need, or the screen's least room,
+ * timing_need()): then *want says how much (nothing was queued).
  *
  * Untimed choices are not screened. Under --exact the rule's candidate is a function of
  * the shape and the GPU model alone (every device of a kind must agree without
@@ -475,22 +521,27 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
     return NULL;
   int pick = -1;
   if (!untimed && list->len > 1) {
-    size_t count = 0, need = timing_need(l, most, &count);
+    size_t room = 0, need = timing_need(l, most, &room);
     if (need > l->a->work_bytes) {
       *want = need;
       return NULL;
     }
+    g_mutex_lock(&timing_needs_lock);
+    timing_most_seen = MAX(timing_most_seen, most);
+    timing_need_seen = MAX(timing_need_seen, need);
+    g_mutex_unlock(&timing_needs_lock);
     if (!*prepared) {
       tdm_conv_prepare(b, l);
       *prepared = TRUE;
     }
     screen->result = result_of(l);
-    screen->count = count;
-    screen->copy = count > 0 ? (char *)l->a->work + copy_at(most) : NULL;
+    tdm_conv_screen_pieces(result_bytes(&screen->result), MIN(room, tdm_conv_screen_room_cap()),
+                           value_bytes(screen->result.type), &screen->piece, &screen->pieces);
+    screen->slot = screen->pieces > 0 ? l->scratch : NULL;
     screen->length = tdm_conv_screen_length(&l->a->shape, l->dir);
-    if (count == 0)
-      g_debug("%s: %s not screened: no room for a copy of a result under the workspace's "
-              "limit", b->name, key);
+    if (screen->pieces == 0)
+      g_debug("%s: %s not screened: no room for a value of its result under the "
+              "workspace's limit", b->name, key);
     pick = fastest(b, l, list, screen);
     *timed = pick >= 0;
   }
@@ -529,6 +580,7 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
   Screen screen = {.reference = -1, .left_out = g_ptr_array_new_with_free_func(g_free)};
   TdmConvCandidate *chosen =
       decide(b, l, key, forced, untimed, prepared, &timed, &screen, &short_of);
+  g_free(screen.host);
   *want = MAX(*want, short_of);
   if (shared)
     g_mutex_unlock(&choice_lock);
@@ -754,6 +806,24 @@ tdm_cuda_conv_chosen(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir)
   size_t want = 0;
   TdmConvCandidate *c = choose(b, &l, &prepared, &want);
   return c != NULL ? c->name : NULL;
+}
+
+void
+tdm_cuda_conv_timing_needs(size_t *most, size_t *need)
+{
+  g_mutex_lock(&timing_needs_lock);
+  *most = timing_most_seen;
+  *need = timing_need_seen;
+  g_mutex_unlock(&timing_needs_lock);
+}
+
+void
+tdm_cuda_conv_timing_needs_reset(void)
+{
+  g_mutex_lock(&timing_needs_lock);
+  timing_most_seen = 0;
+  timing_need_seen = 0;
+  g_mutex_unlock(&timing_needs_lock);
 }
 
 GPtrArray *

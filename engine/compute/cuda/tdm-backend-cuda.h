@@ -60,6 +60,13 @@ const char *tdm_cuda_conv_chosen (TdmBackend *b, const TdmConvArgs *a, TdmConvDi
  * not timed here (the rule's, a cached one). */
 GPtrArray *tdm_cuda_conv_left_out (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
                                    char **reference);
+/* The most any timing of the engine asked of a workspace in the process since the last
+ * tdm_cuda_conv_timing_needs_reset(): *most, what its candidates needed (the largest
+ * of one timing's candidates' needs), and *need, what the timing asked for (that, or
+ * the screen's least room past the reservations where that is more); 0 where nothing
+ * was timed. What a first run's workspace grows to for its timings. */
+void tdm_cuda_conv_timing_needs (size_t *most, size_t *need);
+void tdm_cuda_conv_timing_needs_reset (void);
 /* A line per choice made ("fwd n512 h32 … \tcudnn:e12:r0:f\t0.1234 ms"), for logs. */
 char *tdm_cuda_conv_report (TdmBackend *b);
 
