@@ -5,7 +5,9 @@
  * as they were. The wrong one is made so by TANDEM_CONV_FAULT (its timed result scaled
  * by 1 + 2⁻⁵, 2⁻⁵ from the reference's, many times the bf16 bound), the fastest
  * candidate where it is not the reference itself, so that the choice must change.
- * Skips without a CUDA GPU.
+ * The screen compares the results in pieces through a candidate's scratch; in pieces
+ * of a few KiB (TANDEM_CONV_SCREEN_PIECE_BYTES, tens of them a result, the last shorter)
+ * it judges every candidate as it does in one piece. Skips without a CUDA GPU.
  */
 #include "tdm-backend.h"
 #include "tdm-build-config.h"
@@ -15,6 +17,7 @@
 #include "tdm-backend-cuda.h"
 #include "tdm-backend-cuda-conv-budget.h"
 #include "tdm-backend-cuda-conv-cache.h"
+#include "tdm-backend-cuda-conv-screen.h"
 #include "test-cuda-conv.h"
 #include "test-cuda-layers.h"
 
@@ -100,6 +103,38 @@ has(GPtrArray *names, const char *name)
   return g_ptr_array_find_with_equal_func(names, name, g_str_equal, NULL);
 }
 
+/* The room TANDEM_CONV_SCREEN_PIECE_BYTES gives the pieces below: 2,816-byte pieces
+ * (11 · 256), so that a result's last piece is shorter. */
+#define SMALL_PIECES "3000"
+
+/* screen_backward() with the screen's pieces small: the same verdicts as `whole`'s
+ * (the same reference, the same candidates left out: a deviation's two sums added
+ * over pieces instead of at once agree to double's rounding, far inside any margin
+ * the bound is decided by). The choice is the fastest of those kept, measured again:
+ * said, not asserted, as two timings of near candidates may order them either way. */
+static void
+screen_in_pieces(const Problem *p, TdmConvDirection dir, const char *path,
+                 const Screened *whole)
+{
+  g_setenv("TANDEM_CONV_SCREEN_PIECE_BYTES", SMALL_PIECES, TRUE);
+  tdm_conv_screen_reset();
+  Screened pieces = {0};
+  screen_backward(p, dir, path, &pieces);
+  g_unsetenv("TANDEM_CONV_SCREEN_PIECE_BYTES");
+  tdm_conv_screen_reset();
+  g_test_message("%s in pieces of at most %s bytes: %s, against %s, %u left out%s",
+                 direction_names[dir], SMALL_PIECES, pieces.chosen, pieces.reference,
+                 pieces.left_out->len,
+                 g_str_equal(pieces.chosen, whole->chosen) ? " (the same choice)"
+                                                          : " (another choice: timing)");
+  g_assert_cmpstr(pieces.reference, ==, whole->reference);
+  g_assert_cmpuint(pieces.left_out->len, ==, whole->left_out->len);
+  for (guint k = 0; k < whole->left_out->len; k++)
+    g_assert_true(has(pieces.left_out, g_ptr_array_index(whole->left_out, k)));
+  g_assert_false(has(pieces.left_out, pieces.chosen));
+  screened_clear(&pieces);
+}
+
 /* For the input gradient (im2col through bf16 columns and our own kernel, cuDNN's where
  * it is loaded) and the weight gradient (im2col and cuDNN's) of a ResNet's 3×3: the
  * choice without a fault, then with the fastest non-reference candidate wrong. That one
@@ -136,6 +171,7 @@ test_screen_leaves_out_a_wrong_candidate(void)
     g_assert_nonnull(clean.reference);
     g_assert_false(has(clean.left_out, clean.reference));
     g_assert_false(has(clean.left_out, clean.chosen));
+    screen_in_pieces(&p, dir_, clean_path, &clean);
     /* The fastest, where it is not the reference; else another kept one. */
     const char *wrong = NULL;
     if (!g_str_equal(clean.chosen, clean.reference))
@@ -163,6 +199,9 @@ test_screen_leaves_out_a_wrong_candidate(void)
     for (guint k = 0; k < clean.left_out->len; k++)
       g_assert_true(has(faulty.left_out, g_ptr_array_index(clean.left_out, k)));
     g_assert_cmpstr(faulty.chosen, !=, wrong);
+    g_setenv("TANDEM_CONV_FAULT", fault, TRUE);
+    screen_in_pieces(&p, dir_, fault_path, &faulty);
+    g_unsetenv("TANDEM_CONV_FAULT");
     /* The file: this direction's key names the choice, nothing names the wrong one
      * for it (the other direction's line may name the same candidate: its own). */
     g_auto(GStrv) lines = g_strsplit(faulty.cache, "\n", -1);

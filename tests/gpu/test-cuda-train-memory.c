@@ -2,11 +2,13 @@
 /* test-cuda-train-memory.c — part of test-cuda-train: memory on a GPU. A run that
  * cannot fit is refused with the device named and the GPU trains again; the memory
  * estimate is each GPU's counter to the byte, before and after the pre-warm fits the
- * column workspace; the activation arena lets an evaluation between two steps change
- * neither; the convs whose output no buffer keeps (the CIFAR stem's, the projections')
+ * column workspace; a first run's peak lies above a later run's only by its timings'
+ * workspace beyond the fitted one; the activation arena lets an evaluation between two
+ * steps change neither; the convs whose output no buffer keeps (the CIFAR stem's, the projections')
  * compute it again with the bits the forward wrote. */
 #include "replica-recomputed.h"
 #include "replica-step.h"
+#include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-dataset.h"
 #include "tdm-device.h"
 #include "tdm-events.h"
@@ -17,6 +19,7 @@
 #include "tdm-trainer.h"
 #include "test-cuda-train.h"
 
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -43,6 +46,7 @@ test_out_of_memory_is_reported(void)
 typedef struct {
   TdmMemoryEvent first, estimate;   /* before the run; the last one */
   gint64 tandem_bytes[TDM_MAX_REPLICAS];
+  gint64 peak_bytes[TDM_MAX_REPLICAS];
   int replicas, estimates;
 } MemorySeen;
 
@@ -57,8 +61,10 @@ on_memory_event(const TdmEvent *e, gpointer data)
     seen->estimates++;
   } else if (e->kind == TDM_EVENT_DEVICES) {
     seen->replicas = e->devices.replicas;
-    for (int r = 0; r < e->devices.replicas; r++)
+    for (int r = 0; r < e->devices.replicas; r++) {
       seen->tandem_bytes[r] = e->devices.device[r].tandem_bytes;
+      seen->peak_bytes[r] = e->devices.device[r].peak_bytes;
+    }
   }
 }
 
@@ -144,6 +150,91 @@ test_memory_estimate(void)
     }
     g_unsetenv("TANDEM_BN_STORE");
   }
+}
+
+/* One bf16 run of `network` on cuda:0 (batch 256, 3 steps): its devices events' peak, and
+ * what the engine's timings asked of the workspace (0 where it timed nothing). */
+static gint64
+peak_of_run(const char *network, size_t *timed_need)
+{
+  g_autoptr(TdmConfig) cfg = synthetic_run(network, "cuda:0");
+  cfg->batch = 256;
+  cfg->strategy = TDM_STRATEGY_ALLREDUCE;
+  cfg->precision = TDM_PRECISION_BF16;
+  cfg->max_steps = 3;
+  MemorySeen seen = {0};
+  conv_timing_needs_reset();
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, on_memory_event, &seen);
+  g_autoptr(GError) error = NULL;
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(seen.replicas, ==, 1);
+  size_t most = 0;
+  conv_timing_needs(&most, timed_need);
+  return seen.peak_bytes[0];
+}
+
+/* The column workspace the cache file at `path` remembers for its one configuration. */
+static guint64
+remembered_workspace(const char *path)
+{
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint64 bytes = 0;
+  int found = 0;
+  for (char **line = lines; *line != NULL; line++) {
+    if (!g_str_has_prefix(*line, "workspace "))
+      continue;
+    g_auto(GStrv) f = g_strsplit(*line, "\t", 3);
+    g_assert_cmpuint(g_strv_length(f), ==, 3);
+    bytes = g_ascii_strtoull(f[1], NULL, 10);
+    found++;
+  }
+  g_assert_cmpint(found, ==, 1);
+  return bytes;
+}
+
+/* Two runs of one configuration on one fresh cache file: the first times every
+ * convolution's candidates, growing the column workspace for them, and fits it to its
+ * choices; the later one reads the choices and that workspace, and times nothing. The
+ * first's counted peak lies above the later's by no more than its largest timing need
+ * beyond the fitted workspace (the workspace alone differs between them): the screen
+ * keeps nothing of its own in the workspace (it compared the candidates' results with
+ * the reference's through their own scratch), where a copy of the reference's result
+ * after the candidates' need once put 64 MiB on a first run of ResNet-18 at 32 px. */
+static void
+test_first_run_peak(void)
+{
+  if (!have_gpu())
+    return;
+  static const char *const networks[] = {REGION_NETWORK, BOTTLENECK_NETWORK};
+  g_autoptr(GError) tmp_error = NULL;
+  g_autofree char *dir = g_dir_make_tmp("tandem-first-peak-XXXXXX", &tmp_error);
+  g_assert_no_error(tmp_error);
+  g_autofree char *path = g_build_filename(dir, "conv.txt", NULL);
+  for (guint n = 0; n < G_N_ELEMENTS(networks); n++) {
+    g_unlink(path);
+    g_setenv("TANDEM_CONV_CACHE", path, TRUE);
+    tdm_conv_cache_reset();
+    size_t first_need = 0, later_need = 0;
+    gint64 first = peak_of_run(networks[n], &first_need);
+    guint64 fitted = remembered_workspace(path);
+    gint64 later = peak_of_run(networks[n], &later_need);
+    size_t grown = MAX(MAX(first_need, TDM_REPLICA_WORKSPACE_START), (size_t)fitted);
+    g_test_message("%.40s...: first run's peak %" G_GINT64_FORMAT ", later run's %"
+                   G_GINT64_FORMAT " (%+" G_GINT64_FORMAT "); timings asked for %zu, the "
+                   "fitted workspace %" G_GUINT64_FORMAT " (%zu beyond it)", networks[n],
+                   first, later, first - later, first_need, fitted, grown - (size_t)fitted);
+    g_assert_cmpuint(first_need, >, 0);
+    g_assert_cmpuint(later_need, ==, 0);
+    g_assert_cmpint(later, <=, first);
+    g_assert_cmpint(first - later, <=, (gint64)(grown - (size_t)fitted));
+  }
+  g_setenv("TANDEM_CONV_CACHE", "0", TRUE); /* main()'s: this process's table alone */
+  tdm_conv_cache_reset();
+  g_unlink(path);
+  g_rmdir(dir);
 }
 
 /* The activation arena on a GPU: the inference pass's buffers lie over the training's
@@ -254,6 +345,7 @@ test_cuda_train_add_memory(void)
 {
   g_test_add_func("/cuda-train/out-of-memory", test_out_of_memory_is_reported);
   g_test_add_func("/cuda-train/memory-estimate", test_memory_estimate);
+  g_test_add_func("/cuda-train/first-run-peak", test_first_run_peak);
   g_test_add_func("/cuda-train/outputs-recomputed", test_outputs_recomputed);
   g_test_add_func("/cuda-train/arena-evaluation-between-steps",
                   test_arena_evaluation_between_steps);

@@ -14,7 +14,10 @@
 /* A first run's workspace on a GPU: started small, grown only as the convolution
  * engine asks (room to time its candidates, then its choices), never two at once (the
  * device's peak is what the replica holds after its steps), kept within the plan's
- * upper bound, and shrunk by tdm_replica_fit_workspace() to exactly the chosen need. */
+ * upper bound, and shrunk by tdm_replica_fit_workspace() to exactly the chosen need.
+ * It grows to exactly the most that the choices, or a timing, needed: the screen keeps
+ * nothing of its own in it, and asks for more than the candidates need only where they
+ * need less than its least room, 1 MiB past their common reservations. */
 static void
 test_workspace_grows(void)
 {
@@ -50,6 +53,7 @@ test_workspace_grows(void)
       g_assert_no_error(error);
       TdmReplica *rep = tdm_replica_new_planned(b, net, batch, eval, TDM_REPLICA_WORKSPACE_START,
                                                 data, data, &error);
+      conv_timing_needs_reset();
       g_assert_no_error(error);
       g_autofree float *params = g_new(float, net->parameter_count);
       tdm_network_init_parameters(net, 3, params);
@@ -60,10 +64,17 @@ test_workspace_grows(void)
       tdm_backend_synchronize(b);
       g_assert_true(tdm_backend_check(b, NULL));
       size_t grown = rep->columns_bytes, needed = rep->columns_needed;
+      size_t timed_most = 0, timed_need = 0;
+      conv_timing_needs(&timed_most, &timed_need);
       g_test_message("%s %s: workspace grew to %zu bytes (upper bound %zu), choices need "
-                     "%zu; device peak %zu, held %zu", nets[k], tdm_precision_name(prec),
-                     grown, rep->columns_limit, needed, b->bytes_peak, b->bytes_in_use);
+                     "%zu, timings %zu (their candidates %zu); device peak %zu, held %zu",
+                     nets[k], tdm_precision_name(prec), grown, rep->columns_limit, needed,
+                     timed_need, timed_most, b->bytes_peak, b->bytes_in_use);
       g_assert_cmpuint(needed, <=, grown);
+      g_assert_cmpuint(grown, ==,
+                       MAX(MAX(needed, timed_need), TDM_REPLICA_WORKSPACE_START));
+      g_assert_cmpuint(timed_most, <=, timed_need);
+      g_assert_cmpuint(timed_need, <=, timed_most + ((size_t)1 << 20));
       g_assert_cmpuint(grown, <=, MAX(rep->columns_limit, TDM_REPLICA_WORKSPACE_START));
       g_assert_cmpuint(b->bytes_peak, ==, b->bytes_in_use);
       size_t held = b->bytes_in_use;

@@ -11,6 +11,7 @@
  * (test-cuda-train-bn-store.c). Skips with a message where no CUDA
  * GPU is present. */
 #include "tdm-backend.h"
+#include "tdm-build-config.h"
 #include "tdm-config.h"
 #include "tdm-device.h"
 #include "tdm-events.h"
@@ -22,7 +23,29 @@
 #include <math.h>
 #include <string.h>
 
+#if TDM_HAVE_CUDA
+#include "tdm-backend-cuda.h"
+#endif
+
 static size_t bucket_bytes = 4 << 20;
+
+void
+conv_timing_needs(size_t *most, size_t *need)
+{
+#if TDM_HAVE_CUDA
+  tdm_cuda_conv_timing_needs(most, need);
+#else
+  *most = *need = 0;
+#endif
+}
+
+void
+conv_timing_needs_reset(void)
+{
+#if TDM_HAVE_CUDA
+  tdm_cuda_conv_timing_needs_reset();
+#endif
+}
 
 TdmConfig *
 synthetic_run(const char *network, const char *devices)

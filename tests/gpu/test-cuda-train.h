@@ -87,6 +87,12 @@ float *trained_parameters (TdmConfig *cfg, size_t *count);
 float *train (const char *devices, const char *network, TdmStrategy strategy, long steps,
               TdmPrecision precision, size_t *count);
 
+/* The most the convolution engine's timings asked of a workspace in the process since
+ * conv_timing_needs_reset(): *most what a timing's candidates needed, *need what the
+ * timing asked for (tdm_cuda_conv_timing_needs()); 0 without CUDA. */
+void conv_timing_needs (size_t *most, size_t *need);
+void conv_timing_needs_reset (void);
+
 /* Registers test-cuda-train-steps.c's tests, test-cuda-train-inference.c's,
  * test-cuda-train-memory.c's, test-cuda-train-workspace.c's and
  * test-cuda-train-accuracy.c's. */
