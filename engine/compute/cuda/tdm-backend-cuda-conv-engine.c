@@ -239,16 +239,16 @@ reserved_of(const TdmConvLayout *l)
  * a result of more is compared in pieces of at least this. */
 #define SCREEN_ROOM ((size_t)1 << 20)
 
-/* The bytes of the workspace a timing needs (`most`: what the candidates need), and in
- * *room how many of them past the reservations the screen's pieces may take (0: the
- * timing is not screened). The screen uploads the reference's result, piece by piece,
- * into the scratch of the candidate it measures after that candidate's runs: the
- * candidates' room, and where they need less, the reservations and the result or
- * SCREEN_ROOM, whichever is less. Never past the caller's limit (the plan's upper bound,
- * which the memory estimate promised): 0 where not one value fits under it. So a
- * timing asks for what its candidates need, or at most SCREEN_ROOM past the
- * reservations, and the workspace the caller grows for it (the replica's, fitted to the
- * choices' need after the pre-warm) holds nothing for the screen. */
+/* The bytes of the workspace a timing needs, and in *room how many of them past the
+ * reservations the screen's pieces may take (0: the timing is not screened). The
+ * screen uploads the reference's result, piece by piece, into the scratch of the
+ * candidate it measures, after that candidate's runs: so a timing needs what its
+ * candidates need (`most`), or where that leaves less room past the reservations than
+ * SCREEN_ROOM (or than the whole result, if smaller), that much. Never past the
+ * caller's limit (the plan's upper bound, which the memory estimate promised); 0 room
+ * where not one value fits under it. The workspace the caller grows for a timing (the
+ * replica's, fitted to the choices' need after the pre-warm) holds nothing of the
+ * screen's beyond that room. */
 static size_t
 timing_need(const TdmConvLayout *l, size_t most, size_t *room)
 {
