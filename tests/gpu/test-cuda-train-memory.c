@@ -4,8 +4,8 @@
  * estimate is each GPU's counter to the byte, before and after the pre-warm fits the
  * column workspace; a first run's peak lies above a later run's only by its timings'
  * workspace beyond the fitted one; the activation arena lets an evaluation between two
- * steps change neither; the convs whose output no buffer keeps (the CIFAR stem's, the projections')
- * compute it again with the bits the forward wrote. */
+ * steps change neither; the convs whose output no buffer keeps (the CIFAR stem's, the
+ * projections') compute it again with the bits the forward wrote. */
 #include "replica-recomputed.h"
 #include "replica-step.h"
 #include "tdm-backend-cuda-conv-cache.h"
