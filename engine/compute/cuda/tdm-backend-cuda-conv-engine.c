@@ -266,7 +266,7 @@ timing_need(const TdmConvLayout *l, size_t most, size_t *room)
  * uploaded into that candidate's scratch. */
 typedef struct {
   Result result;               /* what every candidate writes */
-  char *slot;                  /* where the pieces go, the candidates' scratch; or NULL */
+  char *slot;                  /* the pieces' place, the candidates' scratch; NULL: none */
   guint64 piece, pieces;       /* the pieces' bytes (the last's may be fewer), how many */
   void *host;                  /* the reference's result, once it has run */
   guint64 length;              /* L, the products each value sums */
