@@ -2,11 +2,12 @@
 /* test-conv-screen.c — the convolution engine's screen of its candidates
  * (tdm-backend-cuda-conv-screen.h) on any machine: the reduction length of each
  * direction, the bound from the roundings a result carries and its sum's length, which
- * candidate is the reference, and the verdict on a measured deviation — for the case
- * that made it (a 1×1 weight gradient over a million rows, bf16 output: cuDNN's engine
- * 62 left out at the deviation it showed on the H100, a plan rounding its output once
- * kept), and for a float32 run's; the pieces a result is compared in through a
- * candidate's scratch. The measurement itself (kernels/compare.cu) is the GPU suite's. */
+ * candidate is the reference, the order the others are tried in, and the verdict on a
+ * measured deviation — for the case that made it (a 1×1 weight gradient over a million
+ * rows, bf16 output: cuDNN's engine 62 left out at the deviation it showed on the H100,
+ * a plan rounding its output once kept), and for a float32 run's; the pieces a result
+ * is compared in through a candidate's scratch. The measurement itself
+ * (kernels/compare.cu) is the GPU suite's. */
 #include "tdm-backend-cuda-conv-screen.h"
 
 #include <math.h>
@@ -70,6 +71,45 @@ test_reference(void)
   g_assert_cmpuint(tdm_conv_screen_reference(dx16, 3), ==, 1);
   g_assert_cmpuint(tdm_conv_screen_reference(dx16, 1), ==, 0);
   g_assert_cmpuint(tdm_conv_screen_reference(dx16, 0), ==, 0);
+}
+
+/* The order the choice tries the candidates in: fastest first, the list's order among
+ * equal times, none that did not run, and none behind the reference, which ends it. */
+static void
+test_order(void)
+{
+  guint order[6] = {0};
+  /* The reference (0) is the slowest: every other is tried, fastest first, the two of
+   * 1.0 ms in the list's order; 3 did not run. */
+  const double ms[] = {4.0, 1.0, 0.5, NAN, 1.0, 2.0};
+  g_assert_cmpuint(tdm_conv_screen_order(ms, 6, 0, order), ==, 5);
+  const guint slowest[] = {2, 1, 4, 5, 0};
+  g_assert_cmpmem(order, sizeof slowest, slowest, sizeof slowest);
+  /* The reference in the middle (4, 1.0 ms): the ones faster, then those as fast before
+   * it in the list (1), then it; 5 and 0 are never tried. */
+  g_assert_cmpuint(tdm_conv_screen_order(ms, 6, 4, order), ==, 3);
+  const guint middle[] = {2, 1, 4};
+  g_assert_cmpmem(order, sizeof middle, middle, sizeof middle);
+  /* One as fast after it in the list (4 behind 1) is not. */
+  g_assert_cmpuint(tdm_conv_screen_order(ms, 6, 1, order), ==, 2);
+  g_assert_cmpuint(order[0], ==, 2);
+  g_assert_cmpuint(order[1], ==, 1);
+  /* The reference the fastest: chosen with no comparison. */
+  g_assert_cmpuint(tdm_conv_screen_order(ms, 6, 2, order), ==, 1);
+  g_assert_cmpuint(order[0], ==, 2);
+  /* No reference (the screen off): every one that ran, the fastest first. */
+  g_assert_cmpuint(tdm_conv_screen_order(ms, 6, G_MAXUINT, order), ==, 5);
+  const guint all[] = {2, 1, 4, 5, 0};
+  g_assert_cmpmem(order, sizeof all, all, sizeof all);
+  /* A candidate counted the fastest (the engine's TANDEM_CONV_FAULT: -∞) is tried first. */
+  const double faulted[] = {1.0, 3.0, -INFINITY, 2.0};
+  g_assert_cmpuint(tdm_conv_screen_order(faulted, 4, 0, order), ==, 2);
+  g_assert_cmpuint(order[0], ==, 2);
+  g_assert_cmpuint(order[1], ==, 0);
+  /* None ran, or none at all. */
+  const double none[] = {NAN, NAN};
+  g_assert_cmpuint(tdm_conv_screen_order(none, 2, G_MAXUINT, order), ==, 0);
+  g_assert_cmpuint(tdm_conv_screen_order(NULL, 0, G_MAXUINT, order), ==, 0);
 }
 
 /* The deviation from the two sums of squares, and the verdict. */
@@ -177,6 +217,7 @@ main(int argc, char **argv)
   g_test_add_func("/conv-screen/length", test_length);
   g_test_add_func("/conv-screen/bound", test_bound);
   g_test_add_func("/conv-screen/reference", test_reference);
+  g_test_add_func("/conv-screen/order", test_order);
   g_test_add_func("/conv-screen/verdict", test_verdict);
   g_test_add_func("/conv-screen/pieces", test_pieces);
   g_test_add_func("/conv-screen/piece-room", test_piece_room);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-conv-screen.c — the convolution engine's screen of its candidates: the
  * bound a candidate's result must keep to against the reference's, which one is the
- * reference (tdm-backend-cuda-conv-screen.h derives them), and the pieces the two
- * results are compared in. Compiled without CUDA too. */
+ * reference (tdm-backend-cuda-conv-screen.h derives them), the order the others are
+ * tried in, and the pieces the two results are compared in. Compiled without CUDA too. */
 #include "tdm-backend-cuda-conv-screen.h"
 
 #include <math.h>
@@ -43,6 +43,31 @@ tdm_conv_screen_reference(const TdmConvRounding *r, guint count)
     if (tdm_conv_screen_share(r[i], 1) < tdm_conv_screen_share(r[best], 1))
       best = i;
   return best;
+}
+
+/* Whether candidate a comes before b: faster, or as fast and first in the list. */
+static gboolean
+before(const double *ms, guint a, guint b)
+{
+  return ms[a] < ms[b] || (ms[a] == ms[b] && a < b);
+}
+
+guint
+tdm_conv_screen_order(const double *ms, guint count, guint reference, guint *order)
+{
+  guint n = 0;
+  for (guint i = 0; i < count; i++) {
+    if (isnan(ms[i]))
+      continue;
+    guint at = n++;
+    for (; at > 0 && before(ms, i, order[at - 1]); at--)
+      order[at] = order[at - 1];
+    order[at] = i;
+  }
+  for (guint k = 0; k < n; k++)
+    if (order[k] == reference)
+      return k + 1;
+  return n;
 }
 
 double

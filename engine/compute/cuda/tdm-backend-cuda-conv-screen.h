@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-cuda-conv-screen.h — the convolution engine's screen of its candidates:
  * how far a candidate's result may lie from the reference candidate's result on the
- * same inputs before the engine leaves it out of the timing (tdm-backend-cuda-conv-engine.c's
- * fastest()), and which candidate is the reference. Knows nothing of CUDA: tested on
+ * same inputs before the engine leaves it out of the choice (tdm-backend-cuda-conv-engine.c's
+ * fastest()), which candidate is the reference, and the order the choice tries the others
+ * in. Knows nothing of CUDA: tested on
  * any machine (tests/engine/test-conv-screen.c).
  *
  * Every candidate computes the same sums of products of the same operands; a result
@@ -94,6 +95,14 @@ double tdm_conv_screen_deviation (double diff_squares, double ref_squares);
 /* Whether a candidate whose result lies `deviation` from the reference stays (FALSE
  * for a NaN). */
 gboolean tdm_conv_screen_keeps (double deviation, double bound);
+
+/* The order a timing's choice tries count candidates in, by their times ms[i] (NaN where
+ * candidate i did not run): fastest first, the first in the list's order of equals, as far
+ * as the reference (index `reference`; G_MAXUINT where there is none: then every one that
+ * ran). The engine compares each before the reference with it in this order and chooses
+ * the first kept, else the reference, which needs no comparison; one behind the reference
+ * is never tried. Writes the indices to order (room for count), returns how many. */
+guint tdm_conv_screen_order (const double *ms, guint count, guint reference, guint *order);
 
 /* The screen compares a result with the reference's in pieces, the reference's piece
  * uploaded into `room` bytes of the timed candidate's scratch (dead after its runs):
