@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-backend-cuda-conv-engine.c — the convolution engine's choice: per shape, direction, precision
- * and layout, the fastest of the candidates (tdm-backend-cuda-conv-candidates.c) as timed with CUDA
- * events on the backend's stream the first time the shape comes (the pre-warm's eager
- * step), remembered per backend and on disk per GPU model (tdm-backend-cuda-conv-cache.c).
+/* tdm-backend-cuda-conv-engine.c — the convolution engine's choice: per shape, direction,
+ * precision and layout, the fastest of the candidates (tdm-backend-cuda-conv-candidates.c)
+ * as timed with CUDA events on the backend's stream the first time the shape comes (the
+ * pre-warm's eager step), remembered per backend and on disk per GPU model
+ * (tdm-backend-cuda-conv-cache.c).
  *
  * Every candidate is deterministic (the same inputs give the same bits). No timing
  * where timing cannot or must not decide: while the stream is captured into a graph (a
@@ -16,17 +17,19 @@
  * The rule never prefers a fused cuDNN plan (compiled at run time, seconds a shape)
  * over another candidate: it is the rule's choice only where it is the only one.
  *
- * A timing is also a screen (tdm-backend-cuda-conv-screen.h): the reference candidate
- * (the least rounding: a float32 result first, im2col before ours before cuDNN's) is
- * timed first and its whole result read back to the host; each other candidate's
- * result, left in the call's output by its timed runs, is measured against it
- * (tdm_backend_deviation(), ‖c − r‖₂ / ‖r‖₂) piece by piece, the reference's pieces
- * uploaded into the candidate's own scratch, which nothing reads after its runs, and
- * left out when it lies further than both results' roundings and float32 sums allow.
- * So the screen asks the workspace for no more than the candidates need (a piece's
- * room where they need less), and a first run's workspace is no larger than its
- * timings' needs. The choice is the fastest of those kept; the disk cache (version 6)
- * holds only such choices.
+ * A timing is also a screen (tdm-backend-cuda-conv-screen.h), as far as the choice
+ * needs: the reference candidate (the least rounding: a float32 result first, im2col
+ * before ours before cuDNN's) is timed first and its whole result read back to the host
+ * (pinned memory where it can be had); once every candidate is timed, the fastest that
+ * is not the reference runs once more and its result is measured against the
+ * reference's (tdm_backend_deviation(), ‖c − r‖₂ / ‖r‖₂) piece by piece, the reference's
+ * pieces uploaded into the candidate's own scratch, which nothing reads after its run.
+ * Kept (within both results' roundings and float32 sums), it is the choice; left out,
+ * the next fastest is tried, and the reference is the choice where no faster one is
+ * kept, with no comparison. So a timed key costs one read-back and, as a rule, one
+ * upload of its result; the screen asks the workspace for no more than the candidates
+ * need (a piece's room where they need less), and a first run's workspace is no larger
+ * than its timings' needs. The disk cache (version 6) holds only screened choices.
  */
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-budget.h"
@@ -242,7 +245,7 @@ reserved_of(const TdmConvLayout *l)
 /* The bytes of the workspace a timing needs, and in *room how many of them past the
  * reservations the screen's pieces may take (0: the timing is not screened). The
  * screen uploads the reference's result, piece by piece, into the scratch of the
- * candidate it measures, after that candidate's runs: so a timing needs what its
+ * candidate it measures, after that candidate's last run: so a timing needs what its
  * candidates need (`most`), or where that leaves less room past the reservations than
  * SCREEN_ROOM (or than the whole result, if smaller), that much. Never past the
  * caller's limit (the plan's upper bound, which the memory estimate promised); 0 room
@@ -262,18 +265,44 @@ timing_need(const TdmConvLayout *l, size_t most, size_t *room)
 }
 
 /* The screen of one timing (tdm-backend-cuda-conv-screen.h): the reference's result
- * read back to the host, each other candidate's result measured against it in pieces
- * uploaded into that candidate's scratch. */
+ * read back to the host, the candidates the choice tries measured against it in pieces
+ * uploaded into the tried one's scratch. */
 typedef struct {
   Result result;               /* what every candidate writes */
   char *slot;                  /* the pieces' place, the candidates' scratch; NULL: none */
   guint64 piece, pieces;       /* the pieces' bytes (the last's may be fewer), how many */
   void *host;                  /* the reference's result, once it has run */
+  gboolean pinned;             /* host is cudaHostAlloc's (else g_try_malloc's) */
   guint64 length;              /* L, the products each value sums */
   int reference;               /* its index in the list, once one has run */
   char *reference_name;        /* and its name */
+  guint compared;              /* how many were measured against it */
   GPtrArray *left_out;         /* the names left out */
 } Screen;
+
+/* Host memory for the reference's result, once a timed key: pinned where the driver
+ * grants it (the read-back and the upload then run at the bus's rate, not through the
+ * driver's staging of pageable memory; a failed pinning sets no error), else pageable
+ * (*pinned FALSE); NULL where neither can be had. */
+static void *
+host_alloc(size_t bytes, gboolean *pinned)
+{
+  void *host = NULL;
+  *pinned = cudaHostAlloc(&host, bytes, cudaHostAllocDefault) == cudaSuccess;
+  if (*pinned)
+    return host;
+  (void)cudaGetLastError();
+  return g_try_malloc(bytes);
+}
+
+static void
+host_free(void *host, gboolean pinned)
+{
+  if (pinned && host != NULL)
+    (void)cudaFreeHost(host);
+  else
+    g_free(host);
+}
 
 static size_t
 result_bytes(const Result *r)
@@ -282,8 +311,9 @@ result_bytes(const Result *r)
 }
 
 /* ‖result − reference‖₂ / ‖reference‖₂ over the whole result: for each piece, the
- * reference's uploaded into the slot (stream-ordered after the candidate's runs, so
- * over scratch they are done with), one reduction (tdm_backend_deviation(), in the
+ * reference's uploaded into the slot (stream-ordered after the candidate's run, so
+ * over scratch it is done with; straight from pinned memory, else through the
+ * backend's upload), one reduction (tdm_backend_deviation(), in the
  * backend's partials buffer, which its own bytes count) and its two sums read back,
  * added in double (Σ (c − r)² and Σ r² are sums over the values: pieces add up); NaN
  * when the backend failed. */
@@ -299,7 +329,12 @@ deviation_of(TdmBackend *b, const Screen *screen)
   for (guint64 k = 0; k < screen->pieces; k++) {
     size_t at = (size_t)(k * screen->piece), bytes = MIN((size_t)screen->piece, total - at);
     double sums[2] = {NAN, NAN};
-    tdm_backend_upload(b, screen->slot, (const char *)screen->host + at, bytes);
+    const char *from = (const char *)screen->host + at;
+    if (!screen->pinned)
+      tdm_backend_upload(b, screen->slot, from, bytes);
+    else if (!TDM_CUDA_OK(b, cudaMemcpyAsync(screen->slot, from, bytes, cudaMemcpyHostToDevice,
+                                             CUDA_B(b)->stream)))
+      return NAN;
     tdm_backend_deviation(b, work, (const char *)screen->result.at + at, screen->slot,
                           screen->result.type, bytes / size);
     tdm_backend_download(b, sums, work, sizeof sums);
@@ -312,49 +347,62 @@ deviation_of(TdmBackend *b, const Screen *screen)
 }
 
 /* Tests only: TANDEM_CONV_FAULT="<direction> <candidate>" (fwd, dgrad or wgrad, and a
- * name: "dgrad im2col") scales that candidate's float32 result of that direction by
- * 1 + 2⁻⁵ after it is timed, before the screen measures it, as a wrong candidate's
- * result would lie from the reference (tests/gpu/test-cuda-conv-screen.c); the call's
+ * name: "dgrad im2col") names a candidate whose float32 result of that direction is
+ * scaled by 1 + 2⁻⁵ before the screen reads or measures it, as a wrong candidate's
+ * result would lie from the reference (tests/gpu/test-cuda-conv-screen.c); where it is
+ * not the reference it also counts as the fastest (fastest()), so that it is the
+ * candidate the choice tries first, the one a wrong result must not win as. The call's
  * own run after the choice is never touched. */
+static gboolean
+test_fault(const TdmConvLayout *l, const TdmConvCandidate *c, const Screen *screen)
+{
+  const char *v = g_getenv("TANDEM_CONV_FAULT");
+  const char *space = v != NULL ? strchr(v, ' ') : NULL;
+  return space != NULL && screen->result.type == TDM_DTYPE_F32 &&
+         strncmp(v, direction_names[l->dir], (size_t)(space - v)) == 0 &&
+         strlen(direction_names[l->dir]) == (size_t)(space - v) &&
+         g_str_equal(space + 1, c->name);
+}
+
 static void
 inject_test_fault(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
                   const Screen *screen)
 {
-  const char *v = g_getenv("TANDEM_CONV_FAULT");
-  const char *space = v != NULL ? strchr(v, ' ') : NULL;
-  if (space == NULL || screen->result.type != TDM_DTYPE_F32 ||
-      strncmp(v, direction_names[l->dir], (size_t)(space - v)) != 0 ||
-      strlen(direction_names[l->dir]) != (size_t)(space - v) || !g_str_equal(space + 1, c->name))
-    return;
-  tdm_backend_scale(b, screen->result.at, 1.0f + 0x1p-5f, screen->result.count);
+  if (test_fault(l, c, screen))
+    tdm_backend_scale(b, screen->result.at, 1.0f + 0x1p-5f, screen->result.count);
 }
 
-/* Screens candidate i of list, whose result the call's output now holds: the first to
- * run becomes the reference (its result read back to the host); any other stays when
- * its result lies within the bound of the reference's. FALSE when it is left out
- * (said, and named in screen->left_out). */
+/* Makes candidate i of list, the first to run and whose result the call's output now
+ * holds, the screen's reference: its result read back to the host. Without host memory
+ * for it, said, and the timing goes unscreened (screen->slot NULL). */
+static void
+keep_reference(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, Screen *screen)
+{
+  TdmConvCandidate *c = g_ptr_array_index(list, i);
+  inject_test_fault(b, l, c, screen);
+  size_t bytes = result_bytes(&screen->result);
+  screen->host = host_alloc(bytes, &screen->pinned);
+  if (screen->host == NULL) {
+    g_message("%s: convolution candidates not screened: no host memory for the "
+              "reference's result (%zu bytes)", b->name, bytes);
+    screen->slot = NULL;
+    return;
+  }
+  tdm_backend_download(b, screen->host, screen->result.at, bytes);
+  screen->reference = (int)i;
+  screen->reference_name = g_strdup(c->name);
+}
+
+/* Screens candidate i of list (not the reference), whose result the call's output now
+ * holds: it stays when its result lies within the bound of the reference's. FALSE when
+ * it is left out (said, and named in screen->left_out). */
 static gboolean
 screened(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, Screen *screen)
 {
   TdmConvCandidate *c = g_ptr_array_index(list, i);
-  if (screen->slot == NULL)
-    return TRUE;
   inject_test_fault(b, l, c, screen);
-  if (screen->reference < 0) {
-    size_t bytes = result_bytes(&screen->result);
-    screen->host = g_try_malloc(bytes);
-    if (screen->host == NULL) {
-      g_message("%s: convolution candidates not screened: no host memory for the "
-                "reference's result (%zu bytes)", b->name, bytes);
-      screen->slot = NULL;
-      return TRUE;
-    }
-    tdm_backend_download(b, screen->host, screen->result.at, bytes);
-    screen->reference = (int)i;
-    screen->reference_name = g_strdup(c->name);
-    return TRUE;
-  }
   TdmConvCandidate *r = g_ptr_array_index(list, (guint)screen->reference);
+  screen->compared++;
   double deviation = deviation_of(b, screen);
   double bound = tdm_conv_screen_bound(tdm_conv_candidate_rounding(b, l, c),
                                        tdm_conv_candidate_rounding(b, l, r), screen->length);
@@ -388,12 +436,15 @@ timing_order(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list)
   return order;
 }
 
-/* Times each candidate (one run to warm up, then TIMED_RUNS) and screens its result
- * (screened()), the fastest kept one's index (the first in the list's order of equal
- * times) or -1; those that fail at run time are skipped. The screen's extra work, after
- * the timed runs: the reference's result read back once, and for each other candidate
- * the reference uploaded again piece by piece, a reduction a piece and two doubles
- * read back. */
+/* Times each candidate (one run to warm up, then TIMED_RUNS; the first to run is the
+ * screen's reference, keep_reference()), then chooses, as far as the choice needs
+ * (tdm_conv_screen_order()): the fastest (the first in the list's order of equal
+ * times) that is the reference, or that runs once more and the screen keeps
+ * (screened()), trying the next fastest where it is left out. The index, or -1; those
+ * that fail at run time are skipped. The screen's extra work: the reference's result
+ * read back once, and for each one tried (as a rule one, none where the reference is
+ * the fastest) a run, the reference uploaded piece by piece, a reduction a piece and
+ * two doubles read back. */
 static int
 fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
 {
@@ -401,11 +452,13 @@ fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
   TdmBackendCuda *cb = CUDA_B(b);
   if (!events(b, e))
     return -1;
+  guint n = list->len;
   g_autofree guint *order = timing_order(b, l, list);
-  int best = -1;
-  for (guint k = 0; k < list->len; k++) {
+  g_autofree double *ms = g_new(double, MAX(n, 1));
+  for (guint k = 0; k < n; k++) {
     guint i = order[k];
     TdmConvCandidate *c = g_ptr_array_index(list, i);
+    ms[i] = NAN;
     char *error = NULL;
     gboolean ok = tdm_conv_candidate_run(b, l, c, &error);
     if (ok && TDM_CUDA_OK(b, cudaEventRecord(e->start, cb->stream))) {
@@ -414,10 +467,10 @@ fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
         ok = tdm_conv_candidate_run(b, l, c, &error);
       }
     }
-    float ms = 0.0f;
+    float elapsed = 0.0f;
     ok = ok && TDM_CUDA_OK(b, cudaEventRecord(e->stop, cb->stream)) &&
          TDM_CUDA_OK(b, cudaEventSynchronize(e->stop)) &&
-         TDM_CUDA_OK(b, cudaEventElapsedTime(&ms, e->start, e->stop));
+         TDM_CUDA_OK(b, cudaEventElapsedTime(&elapsed, e->start, e->stop));
     if (tdm_backend_failed(b))
       return -1;
     if (!ok) {
@@ -427,18 +480,39 @@ fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
       continue;
     }
     g_free(error);
-    c->ms = ms / TIMED_RUNS;
+    c->ms = elapsed / TIMED_RUNS;
+    ms[i] = c->ms;
     g_debug("%s: convolution candidate %s: %.3f ms", b->name, c->name, c->ms);
-    gboolean kept = screened(b, l, list, i, screen);
+    if (screen->reference < 0 && screen->slot != NULL)
+      keep_reference(b, l, list, i, screen);
     if (tdm_backend_failed(b))
       return -1;
-    if (!kept)
-      continue;
-    const TdmConvCandidate *leader = best >= 0 ? g_ptr_array_index(list, (guint)best) : NULL;
-    if (leader == NULL || c->ms < leader->ms || (c->ms == leader->ms && (int)i < best))
-      best = (int)i;
   }
-  return best;
+  for (guint i = 0; screen->reference >= 0 && i < n; i++)
+    if ((int)i != screen->reference && !isnan(ms[i]) &&
+        test_fault(l, g_ptr_array_index(list, i), screen))
+      ms[i] = -INFINITY;
+  g_autofree guint *tries = g_new(guint, MAX(n, 1));
+  guint count = tdm_conv_screen_order(
+      ms, n, screen->reference >= 0 ? (guint)screen->reference : G_MAXUINT, tries);
+  for (guint k = 0; k < count; k++) {
+    guint i = tries[k];
+    if (screen->reference < 0 || (int)i == screen->reference)
+      return (int)i;
+    TdmConvCandidate *c = g_ptr_array_index(list, i);
+    char *error = NULL;
+    gboolean ran = tdm_conv_candidate_run(b, l, c, &error);
+    if (!ran && !tdm_backend_failed(b))
+      g_debug("%s: convolution candidate %s skipped: %s", b->name, c->name,
+              error != NULL ? error : "it failed");
+    g_free(error);
+    gboolean kept = ran && screened(b, l, list, i, screen);
+    if (tdm_backend_failed(b))
+      return -1;
+    if (kept)
+      return (int)i;
+  }
+  return -1;
 }
 
 static int
@@ -580,7 +654,7 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
   Screen screen = {.reference = -1, .left_out = g_ptr_array_new_with_free_func(g_free)};
   TdmConvCandidate *chosen =
       decide(b, l, key, forced, untimed, prepared, &timed, &screen, &short_of);
-  g_free(screen.host);
+  host_free(screen.host, screen.pinned);
   *want = MAX(*want, short_of);
   if (shared)
     g_mutex_unlock(&choice_lock);
@@ -595,8 +669,8 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
   g_debug("%s: %s: %" G_GUINT64_FORMAT " bytes of the workspace", b->name, key,
           (guint64)tdm_conv_candidate_need(b, l, chosen));
   if (screen.reference_name != NULL)
-    g_debug("%s: %s screened against %s: %u left out", b->name, key, screen.reference_name,
-            screen.left_out->len);
+    g_debug("%s: %s screened against %s: %u compared, %u left out", b->name, key,
+            screen.reference_name, screen.compared, screen.left_out->len);
   Choice *choice = g_new0(Choice, 1);
   choice->chosen = chosen;
   choice->provisional = cb->capturing && !b->deterministic;
