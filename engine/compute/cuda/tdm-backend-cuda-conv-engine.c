@@ -20,7 +20,8 @@
  * A timing is also a screen (tdm-backend-cuda-conv-screen.h), as far as the choice
  * needs: the reference candidate (the least rounding: a float32 result first, im2col
  * before ours before cuDNN's) is timed first and its whole result read back to the host
- * (pinned memory where it can be had); once every candidate is timed, the fastest that
+ * (pinned memory where it can be had, kept from one timing to the next until a graph
+ * capture begins); once every candidate is timed, the fastest that
  * is not the reference runs once more and its result is measured against the
  * reference's (tdm_backend_deviation(), ‖c − r‖₂ / ‖r‖₂) piece by piece, the reference's
  * pieces uploaded into the candidate's own scratch, which nothing reads after its run.
@@ -53,6 +54,9 @@ struct _TdmConvEngine {
   GHashTable *choices;         /* key → Choice */
   cudaEvent_t start, stop;
   char *model;                 /* the disk cache's file: GPU and library versions */
+  void *host;                  /* the screens' host memory, kept from one timing to the */
+  size_t host_bytes;           /* next (host_take()) until a capture begins */
+  gboolean host_pinned;
 };
 
 /* The most any timing asked of a workspace in the process (tests:
@@ -125,6 +129,7 @@ tdm_cuda_conv_engine_free(TdmBackend *b)
   TdmBackendCuda *cb = CUDA_B(b);
   TdmConvEngine *e = cb->conv;
   if (e != NULL) {
+    tdm_cuda_conv_engine_release_host(b);
     g_hash_table_destroy(e->choices);
     if (e->start != NULL)
       (void)cudaEventDestroy(e->start);
@@ -304,6 +309,33 @@ host_free(void *host, gboolean pinned)
     g_free(host);
 }
 
+/* The engine's host memory for a screen's reference of `bytes`: what the last timing
+ * had where it is large enough, else made anew (host_alloc()). Pinning and unpinning
+ * hundreds of megabytes costs more than reading them back, and a pre-warm times tens of
+ * keys of a few sizes, largest first as a rule (the first layers' outputs). */
+static void *
+host_take(TdmConvEngine *e, size_t bytes, gboolean *pinned)
+{
+  if (e->host == NULL || e->host_bytes < bytes) {
+    host_free(e->host, e->host_pinned);
+    e->host = host_alloc(bytes, &e->host_pinned);
+    e->host_bytes = e->host != NULL ? bytes : 0;
+  }
+  *pinned = e->host_pinned;
+  return e->host;
+}
+
+void
+tdm_cuda_conv_engine_release_host(TdmBackend *b)
+{
+  TdmConvEngine *e = CUDA_B(b)->conv;
+  if (e == NULL)
+    return;
+  host_free(e->host, e->host_pinned);
+  e->host = NULL;
+  e->host_bytes = 0;
+}
+
 static size_t
 result_bytes(const Result *r)
 {
@@ -381,7 +413,7 @@ keep_reference(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, 
   TdmConvCandidate *c = g_ptr_array_index(list, i);
   inject_test_fault(b, l, c, screen);
   size_t bytes = result_bytes(&screen->result);
-  screen->host = host_alloc(bytes, &screen->pinned);
+  screen->host = host_take(engine(b), bytes, &screen->pinned);
   if (screen->host == NULL) {
     g_message("%s: convolution candidates not screened: no host memory for the "
               "reference's result (%zu bytes)", b->name, bytes);
@@ -654,7 +686,6 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
   Screen screen = {.reference = -1, .left_out = g_ptr_array_new_with_free_func(g_free)};
   TdmConvCandidate *chosen =
       decide(b, l, key, forced, untimed, prepared, &timed, &screen, &short_of);
-  host_free(screen.host, screen.pinned);
   *want = MAX(*want, short_of);
   if (shared)
     g_mutex_unlock(&choice_lock);

@@ -112,6 +112,9 @@ cudnnHandle_t tdm_conv_cudnn_handle (TdmBackend *b);
 /* tdm-backend-cuda-conv-engine.c (and tdm-backend-cuda.h's tdm_cuda_conv_*: names, runs, reports) */
 
 void tdm_cuda_conv_engine_free (TdmBackend *b);
+/* Gives back the host memory the screens of the timings kept (a capture begins: the
+ * timings of the steps it holds are done). */
+void tdm_cuda_conv_engine_release_host (TdmBackend *b);
 
 gboolean tdm_cuda_conv_engine_forward (TdmBackend *b, const TdmConvArgs *a);
 gboolean tdm_cuda_conv_engine_backward (TdmBackend *b, const TdmConvArgs *a);

@@ -323,6 +323,9 @@ cuda_graph_begin(TdmBackend *b, int key)
     (void)cudaGraphExecDestroy((cudaGraphExec_t)old);
     g_hash_table_remove(cb->graphs, GINT_TO_POINTER(key));
   }
+  /* The step was run eagerly first, so its convolutions are chosen: their screens' host
+   * memory goes back. */
+  tdm_cuda_conv_engine_release_host(b);
   if (!TDM_CUDA_OK(b, cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeThreadLocal)))
     return FALSE;
   cb->capturing = TRUE;
