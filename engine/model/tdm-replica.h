@@ -277,8 +277,11 @@ gboolean tdm_replica_start_sums (void);
  * no evaluation chunk, its tdm_replica_plan_total()) by at most 1/TDM_BN_STORE_GROWTH of
  * its total with none stored, or 0 where none does (0 at once where nothing can be
  * stored: a float32 run, no bf16 storage); anything else is warned about once and read
- * as unset. Read when a replica is made or a plan computed, never by the passes. */
-#define TDM_BN_STORE_GROWTH 12
+ * as unset. Read when a replica is made or a plan computed, never by the passes.
+ * A quarter: storing every one grows the benchmark's ResNets' plans by 18–24 % and ran
+ * them 1–3.6 % faster on an H100, under PyTorch eager's peak (bench/NOTES.md, twentieth
+ * session); a network whose plan would grow more keeps the rest as copies. */
+#define TDM_BN_STORE_GROWTH 4
 size_t tdm_replica_bn_store (const TdmNetwork *net, TdmBackendKind kind,
                              TdmPrecision precision, int capacity);
 /* Whether a replica made now on a backend of this kind, in this precision, stores
