@@ -8,6 +8,8 @@
  * dropout and the optimizers are in tdm-backend-calls-layers.c. What a backend does
  * with the arguments is its own (compute/cpu/, compute/cuda/). */
 #include "tdm-backend-calls.h"
+#include "tdm-error.h"
+#include "tdm-i18n.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -17,6 +19,14 @@
 void *
 tdm_backend_alloc(TdmBackend *b, size_t bytes, GError **error)
 {
+  size_t held = __atomic_load_n(&b->bytes_in_use, __ATOMIC_RELAXED);
+  if (b->bytes_limit > 0 && (bytes > b->bytes_limit || held > b->bytes_limit - bytes)) {
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY,
+                _("%s: out of memory: %zu bytes more would pass its limit of %zu bytes "
+                  "(%zu held)"),
+                b->name, bytes, b->bytes_limit, held);
+    return NULL;
+  }
   return b->ops->alloc(b, bytes, error);
 }
 

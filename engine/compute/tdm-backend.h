@@ -225,6 +225,8 @@ struct _TdmBackend {
   bool deterministic;
   size_t bytes_in_use;        /* what Tandem holds on this device, exactly */
   size_t bytes_peak;
+  size_t bytes_limit;         /* tests: an allocation that would hold more fails as out of
+                               * memory, as a smaller device's would (0: none) */
   guint64 operations;         /* operations issued (≈ kernels launched), for floors */
   volatile gint *abort_flag;  /* when set and non-zero, long CPU operations stop early */
   GError *error;              /* the first failure, sticky */

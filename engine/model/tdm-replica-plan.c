@@ -818,6 +818,21 @@ tdm_replica_bn_store_auto(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
 G_LOCK_DEFINE_STATIC(bn_store_warned);
 static char *bn_store_warned;
 
+/* TANDEM_BN_STORE's value as a threshold in MiB (0 or more): FALSE where it is none. */
+static gboolean
+bn_store_mib(const char *v, guint64 *mib)
+{
+  return g_ascii_string_to_unsigned(v, 10, 0, G_MAXSIZE / (1024 * 1024), mib, NULL);
+}
+
+gboolean
+tdm_replica_bn_store_automatic(void)
+{
+  const char *v = g_getenv("TANDEM_BN_STORE");
+  guint64 mib;
+  return v == NULL || (strcmp(v, "all") != 0 && !bn_store_mib(v, &mib));
+}
+
 size_t
 tdm_replica_bn_store(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision precision,
                      int capacity)
@@ -829,7 +844,7 @@ tdm_replica_bn_store(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision pr
     return G_MAXSIZE;
   const guint64 mib = 1024 * 1024;
   guint64 limit;
-  if (!g_ascii_string_to_unsigned(v, 10, 0, G_MAXSIZE / mib, &limit, NULL)) {
+  if (!bn_store_mib(v, &limit)) {
     G_LOCK(bn_store_warned);
     if (g_strcmp0(bn_store_warned, v) != 0) {
       g_warning("TANDEM_BN_STORE=\"%s\" is neither 0, all nor a whole number of MiB: "

@@ -58,12 +58,12 @@ arena_take(TdmReplica *r, size_t *at, size_t bytes)
   return p;
 }
 
-TdmReplica *
-tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_capacity,
-                        size_t columns_bytes, const TdmDataset *train, const TdmDataset *test,
-                        GError **error)
+/* The replica storing the bn outputs of at most bn_store bytes a sample for their conv. */
+static TdmReplica *
+replica_new_stored(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_capacity,
+                   size_t columns_bytes, size_t bn_store, const TdmDataset *train,
+                   const TdmDataset *test, GError **error)
 {
-  g_return_val_if_fail(capacity > 0 && eval_capacity > 0, NULL);
   TdmReplica *r = g_new0(TdmReplica, 1);
   r->backend = b;
   r->net = net;
@@ -78,7 +78,7 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
   r->stores_bf16 = tdm_replica_stores_bf16(b->kind, b->precision) &&
                    tdm_backend_has_bn_bf16_input(b) && tdm_backend_has_bf16_blocks(b);
   r->start_sums = tdm_replica_start_sums() && tdm_backend_has_start_bn_sums(b);
-  r->bn_store = tdm_replica_bn_store(net, b->kind, b->precision, capacity);
+  r->bn_store = bn_store;
   int n = net->layer_count;
   r->acts = g_new0(float *, n + 1);
   r->argmax = g_new0(void *, n);
@@ -226,6 +226,34 @@ tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int 
 fail:
   tdm_replica_free(r);
   return NULL;
+}
+
+/* The stored bn outputs are the automatic rule's bargain of memory for speed
+ * (tdm_replica_bn_store()): where the device has no room for them, the replica is made
+ * again without them, as it was before they were stored, and says so. A store the
+ * environment asked for (TANDEM_BN_STORE) is kept or fails. */
+TdmReplica *
+tdm_replica_new_planned(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_capacity,
+                        size_t columns_bytes, const TdmDataset *train, const TdmDataset *test,
+                        GError **error)
+{
+  g_return_val_if_fail(capacity > 0 && eval_capacity > 0, NULL);
+  size_t bn_store = tdm_replica_bn_store(net, b->kind, b->precision, capacity);
+  GError *local = NULL;
+  TdmReplica *r = replica_new_stored(b, net, capacity, eval_capacity, columns_bytes, bn_store,
+                                     train, test, &local);
+  if (r == NULL && bn_store > 0 && tdm_replica_bn_store_automatic() &&
+      g_error_matches(local, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY)) {
+    g_message("%s: no room for the bn outputs stored for their convs (%s); the replica "
+              "normalizes them as its convs read them instead, a little slower",
+              b->name, local->message);
+    g_clear_error(&local);
+    r = replica_new_stored(b, net, capacity, eval_capacity, columns_bytes, 0, train, test,
+                           &local);
+  }
+  if (local != NULL)
+    g_propagate_error(error, local);
+  return r;
 }
 
 /* Puts a new workspace of `bytes` in the old one's place, its first `keep` bytes

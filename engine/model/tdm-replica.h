@@ -284,6 +284,10 @@ gboolean tdm_replica_start_sums (void);
 #define TDM_BN_STORE_GROWTH 4
 size_t tdm_replica_bn_store (const TdmNetwork *net, TdmBackendKind kind,
                              TdmPrecision precision, int capacity);
+/* Whether tdm_replica_bn_store() follows its automatic rule (TANDEM_BN_STORE unset or
+ * malformed): then a replica the device has no room for with the stored outputs is made
+ * without them (tdm_replica_new_planned()). */
+gboolean tdm_replica_bn_store_automatic (void);
 /* Whether a replica made now on a backend of this kind, in this precision, stores
  * activations as bf16: a bf16 run on a kind whose operations read and write them so
  * (tdm_backend_kind_has_bn_bf16_input(), tdm_backend_kind_has_bf16_blocks()), unless

@@ -6,13 +6,15 @@
  * frozen bns included; the plan's activations grow by exactly the stored buffers and
  * nothing else moves; unset, the largest candidate whose plan grows by at most
  * 1/TDM_BN_STORE_GROWTH (the benchmark's networks), nothing where nothing can be stored; a
- * malformed value is warned about and read as unset. The prologue's own operations are
+ * malformed value is warned about and read as unset; a device without room for the
+ * automatic rule's store gets a replica without it. The prologue's own operations are
  * test-backend-cpu-bf16.c's. */
 #include "replica-step.h"
 #include "resnet18-cifar.h"
 #include "synthetic-idx.h"
 #include "tdm-backend.h"
 #include "tdm-dataset.h"
+#include "tdm-error.h"
 #include "tdm-network.h"
 #include "tdm-replica-private.h"
 #include "tdm-replica.h"
@@ -280,6 +282,76 @@ test_replica(void)
   }
 }
 
+/* A CPU bf16 replica of net at batch n on b, made with TANDEM_BN_STORE = store (NULL:
+ * unset) under a limit of `limit` bytes on b (0: none); NULL with *error where it cannot
+ * be made. */
+static TdmReplica *
+replica_under(TdmBackend *b, const TdmNetwork *net, const TdmDatasetPair *data, int n,
+              const char *store, size_t limit, GError **error)
+{
+  b->bytes_limit = limit;
+  set_store(store);
+  TdmReplica *r = tdm_replica_new_sized(b, net, n, n, data->train, data->test, error);
+  set_store(NULL);
+  return r;
+}
+
+/* Where the device has no room for the outputs the automatic rule stores (the basic
+ * blocks' two, which grow this replica by what they take), the replica is made without
+ * them (one message says so) and holds what one made with 0 holds; it computes the same
+ * gradients as one that stores them. A store the environment asked for fails there as
+ * out of memory, and what the failed tries took is given back. */
+static void
+test_no_room(void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TdmNetwork) net = tdm_network_new(basic_net, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
+  const int n = 12;
+  g_autofree float *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 7, params);
+  g_assert_cmpuint(tdm_replica_bn_store(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n), >, 0);
+
+  TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
+  g_assert_no_error(error);
+  size_t base = b->bytes_in_use;
+  TdmReplica *stored = replica_under(b, net, data, n, NULL, 0, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(stored->bn_store, >, 0);
+  size_t with = b->bytes_in_use - base;
+  g_autofree float *expected = replica_step_gradients(stored, params, n);
+  tdm_replica_free(stored);
+  TdmReplica *none = replica_under(b, net, data, n, "0", 0, &error);
+  g_assert_no_error(error);
+  size_t without = b->bytes_in_use - base;
+  tdm_replica_free(none);
+  g_assert_cmpuint(without, <, with);
+  g_test_message("held with the automatic store %zu, with none %zu bytes", with, without);
+
+  /* Room for the replica without the store, not with it. */
+  size_t limit = base + without + (with - without) / 2;
+  g_test_expect_message("Tandem-Model", G_LOG_LEVEL_MESSAGE,
+                        "*no room for the bn outputs stored for their convs*out of memory*");
+  TdmReplica *r = replica_under(b, net, data, n, NULL, limit, &error);
+  g_test_assert_expected_messages();
+  g_assert_no_error(error);
+  g_assert_cmpuint(r->bn_store, ==, 0);
+  g_assert_cmpuint(b->bytes_in_use - base, ==, without);
+  g_autofree float *grads = replica_step_gradients(r, params, n);
+  g_assert_cmpmem(grads, net->parameter_count * sizeof(float), expected,
+                  net->parameter_count * sizeof(float));
+  tdm_replica_free(r);
+
+  /* Asked for: no second try. */
+  r = replica_under(b, net, data, n, "all", limit, &error);
+  g_assert_null(r);
+  g_assert_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_OUT_OF_MEMORY);
+  g_assert_cmpuint(b->bytes_in_use, ==, base);
+  b->bytes_limit = 0;
+  tdm_backend_free(b);
+}
+
 /* The five rows of bench/bench-real-networks.py (ROWS: its CIFAR18 spec is resnet18-cifar.h's),
  * ten classes each. */
 static const struct {
@@ -429,6 +501,7 @@ main(int argc, char **argv)
   g_test_add_func("/bn-store/plan", test_plan);
   g_test_add_func("/bn-store/auto", test_auto);
   g_test_add_func("/bn-store/malformed", test_malformed);
+  g_test_add_func("/bn-store/no-room", test_no_room);
   dataset = test_synthetic_idx_new(0, 1000, 200);
   int status = g_test_run();
   test_remove_synthetic_idx(dataset);
