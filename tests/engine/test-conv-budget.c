@@ -268,17 +268,17 @@ test_float_columns(void)
                    im2col16 + 64 * MIB);
 }
 
-/* The slack is the run's chunk (never below 64 MiB): whatever the least, a candidate
- * needing one chunk more stays eligible, and one needing more than that and twice the
- * least does not. */
+/* The slack is the run's chunk, never below 64 MiB (a chunk smaller than that leaves
+ * cuDNN's plans their 64 MiB): whatever the least, a candidate needing one slack more
+ * stays eligible, and one needing more than that and twice the least does not. */
 static void
 test_slack(void)
 {
   const guint64 leasts[] = {0, 1, 20 * MIB, 64 * MIB, 200 * MIB, 256 * MIB, 3000 * MIB};
   for (TdmPrecision p = TDM_PRECISION_FP32; p <= TDM_PRECISION_BF16; p++)
     for (size_t i = 0; i < G_N_ELEMENTS(leasts); i++) {
-      guint64 least = leasts[i], chunk = tdm_conv_chunk_bytes(p);
-      guint64 needs[] = {least, least + chunk, MAX(2 * least, least + chunk) + 1};
+      guint64 least = leasts[i], slack = MAX(64 * MIB, (guint64)tdm_conv_chunk_bytes(p));
+      guint64 needs[] = {least, least + slack, MAX(2 * least, least + slack) + 1};
       gboolean eligible[3];
       g_assert_cmpuint(tdm_conv_budget_select(needs, 3, 0, p, eligible), ==, 2);
       g_assert_true(eligible[0] && eligible[1]);
