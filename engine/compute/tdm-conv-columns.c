@@ -17,7 +17,7 @@ up(size_t v, size_t to)
  * the least-needing candidate. */
 #define BUDGET_SLACK ((guint64)64 << 20)
 /* A GPU chunk's bound in a bf16 run and in a float32 or tf32 one (tdm-conv-columns.h). */
-#define CHUNK_BF16 ((size_t)64 << 20)
+#define CHUNK_BF16 ((size_t)32 << 20)
 #define CHUNK_FLOAT ((size_t)256 << 20)
 
 guint64

@@ -22,13 +22,16 @@
 G_BEGIN_DECLS
 
 /* The most bytes of columns (bf16 or float32, as the call builds them) a GPU's chunk
- * holds in a run of this precision: 64 MiB in a bf16 run, whatever the columns' type
- * (its stem's float32 columns too: the memory plan of the ResNets it is for is tight,
- * and larger chunks bought them little), 256 MiB in a float32 or tf32 run (a chunk is
- * one im2col and one GEMM each way: the small cnn's 3×3 conv at batch 1024, 231 MB of
- * float32 columns, ran 9 % slower a step in four chunks than whole). Where
- * TANDEM_CONV_CHUNK_MIB is set, its mebibytes (1 to 4096; read once) are every
- * precision's bound, for benchmarks that weigh a chunk's size. */
+ * holds in a run of this precision: 32 MiB in a bf16 run, whatever the columns' type
+ * (its stem's float32 columns too; the memory plan of the ResNets it is for is tight:
+ * on one H100, with every bn output stored (TANDEM_BN_STORE=all), 32-MiB chunks ran
+ * CIFAR ResNet-18 at 32 px (batch 512) and 64 px (batch 256) at the same speed as
+ * 64-MiB ones (78,182 against 77,485 and 21,743 against 21,817 samples/s) with 33 and
+ * 32 MB less workspace, the projections' im2col forwards as fast or faster), 256 MiB in
+ * a float32 or tf32 run (a chunk is one im2col and one GEMM each way: the small cnn's
+ * 3×3 conv at batch 1024, 231 MB of float32 columns, ran 9 % slower a step in four
+ * chunks than whole). Where TANDEM_CONV_CHUNK_MIB is set, its mebibytes (1 to 4096;
+ * read once) are every precision's bound, for benchmarks that weigh a chunk's size. */
 size_t tdm_conv_chunk_bytes (TdmPrecision precision);
 
 /* The bound on a chunk's columns on a backend of this kind in a run of this precision:
@@ -86,8 +89,8 @@ size_t tdm_conv_engine_im2col_bytes (const TdmConvShape *s, TdmConvDirection dir
  * The slack is the run's tdm_conv_chunk_bytes(), at least 64 MiB: a candidate needing
  * one chunk of columns more than the least stays eligible (the column way beside a
  * column-free one: without it, a float32 run's 256-MiB chunks were left out and cuDNN's
- * float32 engines, 12 times slower on the small cnn, chosen), and a smaller chunk set
- * for a benchmark leaves cuDNN's plans their 64 MiB. */
+ * float32 engines, 12 times slower on the small cnn, chosen), and a smaller chunk (a
+ * bf16 run's 32 MiB, or one set for a benchmark) leaves cuDNN's plans their 64 MiB. */
 guint64 tdm_conv_budget (guint64 least, TdmPrecision precision);
 
 /* The budget of a call whose every candidate first takes `reserved` bytes of the

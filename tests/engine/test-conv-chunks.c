@@ -2,7 +2,7 @@
 /* test-conv-chunks.c — which of the convolution engine's cuDNN calls run in chunks of
  * samples, and what a bf16 cuDNN weight gradient needs of the workspace
  * (tdm-backend-cuda-conv-chunks.h), on any machine: the rule (a forward or a weight
- * gradient whose input the engine writes, each chunk's copy within 64 MiB; an input
+ * gradient whose input the engine writes, each chunk's copy within 32 MiB; an input
  * gradient, an input read as stored, or an output gradient whose chunks would not start
  * aligned: whole), and the weight gradient's need counted here from the layout
  * independently (the reservations, one chunk's copy, the staged bf16 chunk sum, the
@@ -37,27 +37,33 @@ assert_chunks(TdmConvChunks c, int count, int size, int large)
 static void
 test_rule(void)
 {
-  /* 128 px, 64 channels, batch 128: 2 MiB of bf16 input a sample, 4 chunks of 32. */
+  /* 128 px, 64 channels, batch 128: 2 MiB of bf16 input a sample, in a bf16 run's chunks
+   * of 32 MiB 8 chunks of 16. */
   TdmConvShape row = {128, 128, 128, 64, 64, 3, 1, 1};
-  assert_chunks(tdm_conv_cudnn_chunks(&row, TDM_CONV_FORWARD, TRUE, 0), 4, 32, 4);
-  assert_chunks(tdm_conv_cudnn_chunks(&row, TDM_CONV_WGRAD, TRUE, 0), 4, 32, 4);
+  assert_chunks(tdm_conv_cudnn_chunks(&row, TDM_CONV_FORWARD, TRUE, 0), 8, 16, 8);
+  assert_chunks(tdm_conv_cudnn_chunks(&row, TDM_CONV_WGRAD, TRUE, 0), 8, 16, 8);
   assert_chunks(tdm_conv_cudnn_chunks(&row, TDM_CONV_DGRAD, TRUE, 0), 1, 128, 1);
   assert_chunks(tdm_conv_cudnn_chunks(&row, TDM_CONV_WGRAD, FALSE, 0), 1, 128, 1);
-  /* An odd batch: 37 of 2 MiB, 19 then 18 (test-cuda-conv-workspace.c's bn case). */
+  /* An odd batch: 37 of 2 MiB, 13, 12, 12 (test-cuda-conv-workspace.c's bn case). */
   TdmConvShape odd = {37, 128, 128, 64, 16, 3, 1, 1};
-  assert_chunks(tdm_conv_cudnn_chunks(&odd, TDM_CONV_WGRAD, TRUE, 0), 2, 19, 1);
-  /* Exactly 64 MiB of input: one chunk. */
-  TdmConvShape exact = {128, 32, 32, 256, 256, 3, 1, 1};
+  assert_chunks(tdm_conv_cudnn_chunks(&odd, TDM_CONV_WGRAD, TRUE, 0), 3, 13, 1);
+  /* Exactly 32 MiB of input (128 samples of 16 × 16 × 512 as bf16): one chunk; a sample
+   * more, two. */
+  TdmConvShape exact = {128, 16, 16, 512, 512, 3, 1, 1};
   assert_chunks(tdm_conv_cudnn_chunks(&exact, TDM_CONV_WGRAD, TRUE, 0), 1, 128, 1);
+  exact.n = 129;
+  assert_chunks(tdm_conv_cudnn_chunks(&exact, TDM_CONV_WGRAD, TRUE, 0), 2, 65, 1);
   /* 127 × 127 output pixels of 3 channels a sample (48,387 values): a chunk's output
    * gradient would start 2 bytes past a 16-byte boundary; the forward is chunked. */
   TdmConvShape ragged = {64, 127, 127, 64, 3, 3, 1, 1};
   assert_chunks(tdm_conv_cudnn_chunks(&ragged, TDM_CONV_WGRAD, TRUE, 0), 1, 64, 1);
-  assert_chunks(tdm_conv_cudnn_chunks(&ragged, TDM_CONV_FORWARD, TRUE, 0), 2, 32, 2);
-  /* The 224-px stem padded to 8 channels: 784 KiB a sample, 83 fit; 85 are 43 + 42. */
+  assert_chunks(tdm_conv_cudnn_chunks(&ragged, TDM_CONV_FORWARD, TRUE, 0), 4, 16, 4);
+  /* The 224-px stem padded to 8 channels: 784 KiB a sample, 41 fit; 85 are 29 + 28 + 28
+   * (its own 3 channels, 294 KiB a sample, would be one chunk). */
   TdmConvShape stem = {85, 224, 224, 3, 16, 7, 3, 2};
-  assert_chunks(tdm_conv_cudnn_chunks(&stem, TDM_CONV_WGRAD, TRUE, 8), 2, 43, 1);
-  assert_chunks(tdm_conv_cudnn_chunks(&stem, TDM_CONV_FORWARD, TRUE, 8), 2, 43, 1);
+  assert_chunks(tdm_conv_cudnn_chunks(&stem, TDM_CONV_WGRAD, TRUE, 8), 3, 29, 1);
+  assert_chunks(tdm_conv_cudnn_chunks(&stem, TDM_CONV_FORWARD, TRUE, 8), 3, 29, 1);
+  assert_chunks(tdm_conv_cudnn_chunks(&stem, TDM_CONV_FORWARD, TRUE, 0), 1, 85, 1);
 }
 
 /* The bytes counted from the layout, piece by piece, each from a 256-byte boundary:
@@ -81,9 +87,9 @@ counted(const TdmConvShape *s, int samples, gboolean float_out, gboolean summed,
 
 /* The bn-prologue convolutions' weight gradients of the 128-px row (3×3, stride 1, the
  * second conv of each basic block; batch 128): a bf16-output plan copied the whole
- * normalized input before (268 MB at 128 px, 134 MB at 64); in chunks it copies 64 MiB,
- * beside 216 KiB of chunk sums. The 32- and 16-px layers' inputs (64 and 32 MiB) are
- * one chunk, as before. */
+ * normalized input before (268 MB at 128 px, 134 MB at 64, 67 MB at 32); in a bf16
+ * run's chunks it copies 32 MiB, beside chunk sums (216 KiB at 128 px). The 16-px
+ * layer's input (32 MiB) is one chunk, as before. */
 static void
 test_row_needs(void)
 {
@@ -93,9 +99,9 @@ test_row_needs(void)
     {128, 32, 32, 256, 256, 3, 1, 1},
     {128, 16, 16, 512, 512, 3, 1, 1},
   };
-  const int counts[] = {4, 2, 1, 1};
+  const int counts[] = {8, 4, 2, 1};
   const size_t before[] = {537018368, 269025280, 136577024, 76546048};
-  const size_t after[] = {335839232, 202506240, 136577024, 76546048};
+  const size_t after[] = {302284800, 168951808, 105381888, 76546048};
   for (size_t i = 0; i < G_N_ELEMENTS(layers); i++) {
     const TdmConvShape *s = &layers[i];
     TdmConvChunks whole = tdm_conv_even_chunks(s->n, 0, 0);
@@ -113,16 +119,16 @@ test_row_needs(void)
     g_assert_cmpuint(now, ==, after[i]);
     /* cuDNN's own workspace comes on top, from a 256-byte boundary. */
     g_assert_cmpuint(tdm_conv_cudnn_wgrad_bytes(s, &chunks, FALSE, 1000), ==, now + 1000);
-    /* The chunk's copy at most 64 MiB; the bf16 plan's chunks cost its staged sum and
+    /* The chunk's copy at most 32 MiB; the bf16 plan's chunks cost its staged sum and
      * the float32 sum's room beside a float32 plan's. */
-    g_assert_cmpuint((size_t)chunks.size * s->h * s->w * s->c * 2, <=, 64 * MIB);
+    g_assert_cmpuint((size_t)chunks.size * s->h * s->w * s->c * 2, <=, 32 * MIB);
     if (chunks.count > 1)
       g_assert_cmpuint(now - wide, ==,
                        up((size_t)s->out_c * 9 * s->c * 2, 256));
   }
-  /* The 128-px layer: the whole copy's 268,435,456 bytes become one chunk's 67,108,864
-   * and 221,184 of sums, 201,179,136 bytes less. */
-  g_assert_cmpuint(before[0] - after[0], ==, 201179136);
+  /* The 128-px layer: the whole copy's 268,435,456 bytes become one chunk's 33,554,432
+   * and 221,184 of sums, 234,733,568 bytes less. */
+  g_assert_cmpuint(before[0] - after[0], ==, 234733568);
 }
 
 /* A bf16 result of 8 Mi weights or more, whole, is widened in place in dw with a 4 MiB
@@ -146,7 +152,7 @@ test_in_place(void)
 /* Where the output gradient is small beside the input (16 of 64 channels, as the GPU
  * test's bn case has them, at batch 128 and 128 px: 67 MB of dy as bf16, 268 MB of
  * input), the whole copy put a bf16-output plan past the budget the chunked columns set
- * (their 124 MB and beyond the reservations twice their own 57 MB, or that and 64 MiB); in
+ * (their 86 MB and beyond the reservations twice their own 19 MB, or that and 64 MiB); in
  * chunks it is within it beside a workspace of up to 48 MiB of
  * cuDNN's own, as a float32-output plan in chunks is. */
 static void

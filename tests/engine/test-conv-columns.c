@@ -38,9 +38,9 @@ test_chunk_samples(void)
   g_assert_cmpint(tdm_conv_chunk_samples(3, 65 * MIB, 64 * MIB), ==, 1);
   g_assert_cmpint(tdm_conv_chunk_samples(1, 65 * MIB, 64 * MIB), ==, 1);
   g_assert_cmpint(tdm_conv_chunk_samples(0, MIB, 64 * MIB), ==, 1);
-  /* A GPU's chunks by the run's precision: a bf16 run's 64 MiB, a float32 or tf32
+  /* A GPU's chunks by the run's precision: a bf16 run's 32 MiB, a float32 or tf32
    * run's 256 MiB; the CPU's whole batch in any. */
-  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_BF16), ==, 64 * MIB);
+  g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_BF16), ==, 32 * MIB);
   g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_FP32), ==, 256 * MIB);
   g_assert_cmpuint(tdm_conv_columns_bound(TDM_BACKEND_CUDA, TDM_PRECISION_TF32), ==, 256 * MIB);
   for (TdmPrecision p = TDM_PRECISION_FP32; p <= TDM_PRECISION_BF16; p++) {
@@ -51,7 +51,7 @@ test_chunk_samples(void)
 
 /* TANDEM_CONV_CHUNK_MIB sets a GPU chunk's bound in mebibytes, 1 to 4096, for every
  * precision (bf16, float32); anything else is named in a warning and each precision's
- * own kept (64 MiB, 256 MiB). The variable is read once a process: each value in a
+ * own kept (32 MiB, 256 MiB). The variable is read once a process: each value in a
  * subprocess of its own, which inherits it (and no G_DEBUG; its warnings not fatal) and
  * prints the bounds it reads; this process's own are put back after. */
 static void
@@ -68,8 +68,8 @@ test_chunk_mib(void)
     size_t bf16, fp32; /* mebibytes */
     gboolean warned;
   } cases[] = {{"16", 16, 16, FALSE},    {"1", 1, 1, FALSE},      {"4096", 4096, 4096, FALSE},
-               {"256", 256, 256, FALSE}, {"0", 64, 256, TRUE},    {"4097", 64, 256, TRUE},
-               {"16 MiB", 64, 256, TRUE}, {"", 64, 256, TRUE},    {"-8", 64, 256, TRUE}};
+               {"256", 256, 256, FALSE}, {"0", 32, 256, TRUE},    {"4097", 32, 256, TRUE},
+               {"16 MiB", 32, 256, TRUE}, {"", 32, 256, TRUE},    {"-8", 32, 256, TRUE}};
   g_autofree char *debug = g_strdup(g_getenv("G_DEBUG"));
   g_unsetenv("G_DEBUG");
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -91,18 +91,19 @@ test_chunk_mib(void)
 
 /* Even chunks (a cuDNN plan is built per batch size): the batch covered once, in order,
  * by chunks whose sizes differ by one at most, each within the bound (or one sample),
- * as few as tdm_conv_chunk_samples() allows; at most two sizes. Spelt out for the
- * 128-px bn input of issue 31 (2 MiB a sample as bf16: 4 chunks of 32), an odd batch
- * (97: 25, 24, 24, 24), a short last batch (80: 27, 27, 26), and the whole batch
+ * as few as tdm_conv_chunk_samples() allows; at most two sizes. Spelt out in a bf16
+ * run's chunks of 32 MiB for the 128-px bn input of issue 31 (2 MiB a sample as bf16:
+ * 8 chunks of 16), the 64-px one (1 MiB a sample: at most 32 a chunk) of an odd batch
+ * (97: 25, 24, 24, 24) and of a short last batch (80: 27, 27, 26), and the whole batch
  * where it fits or there is no bound. */
 static void
 test_even_chunks(void)
 {
-  TdmConvChunks c = tdm_conv_even_chunks(128, 2 * MIB, 64 * MIB);
-  g_assert_cmpint(c.count, ==, 4);
-  g_assert_cmpint(c.size, ==, 32);
-  g_assert_cmpint(c.large, ==, 4);
-  c = tdm_conv_even_chunks(97, 2 * MIB, 64 * MIB);
+  TdmConvChunks c = tdm_conv_even_chunks(128, 2 * MIB, 32 * MIB);
+  g_assert_cmpint(c.count, ==, 8);
+  g_assert_cmpint(c.size, ==, 16);
+  g_assert_cmpint(c.large, ==, 8);
+  c = tdm_conv_even_chunks(97, MIB, 32 * MIB);
   g_assert_cmpint(c.count, ==, 4);
   g_assert_cmpint(c.size, ==, 25);
   g_assert_cmpint(c.large, ==, 1);
@@ -113,26 +114,26 @@ test_even_chunks(void)
   g_assert_cmpint(m, ==, 24);
   g_assert_cmpint(tdm_conv_chunk_first(&c, 3, &m), ==, 73);
   g_assert_cmpint(m, ==, 24);
-  c = tdm_conv_even_chunks(80, 2 * MIB, 64 * MIB);
+  c = tdm_conv_even_chunks(80, MIB, 32 * MIB);
   g_assert_cmpint(c.count, ==, 3);
   g_assert_cmpint(c.size, ==, 27);
   g_assert_cmpint(c.large, ==, 2);
-  c = tdm_conv_even_chunks(32, 2 * MIB, 64 * MIB);
+  c = tdm_conv_even_chunks(16, 2 * MIB, 32 * MIB);
   g_assert_cmpint(c.count, ==, 1);
-  g_assert_cmpint(c.size, ==, 32);
+  g_assert_cmpint(c.size, ==, 16);
   c = tdm_conv_even_chunks(500, 2 * MIB, 0);
   g_assert_cmpint(c.count, ==, 1);
   g_assert_cmpint(c.size, ==, 500);
-  c = tdm_conv_even_chunks(3, 65 * MIB, 64 * MIB);
+  c = tdm_conv_even_chunks(3, 33 * MIB, 32 * MIB);
   g_assert_cmpint(c.count, ==, 3);
   g_assert_cmpint(c.size, ==, 1);
   g_assert_cmpint(c.large, ==, 3);
 
-  const size_t samples[] = {1, 1000, MIB, 2 * MIB + 3, 5 * MIB, 64 * MIB, 65 * MIB};
+  const size_t samples[] = {1, 1000, MIB, 2 * MIB + 3, 5 * MIB, 32 * MIB, 33 * MIB};
   for (size_t k = 0; k < G_N_ELEMENTS(samples); k++) {
     for (int n = 1; n <= 300; n++) {
-      c = tdm_conv_even_chunks(n, samples[k], 64 * MIB);
-      int most = tdm_conv_chunk_samples(n, samples[k], 64 * MIB);
+      c = tdm_conv_even_chunks(n, samples[k], 32 * MIB);
+      int most = tdm_conv_chunk_samples(n, samples[k], 32 * MIB);
       g_assert_cmpint(c.count, ==, (n + most - 1) / most);
       g_assert_cmpint(c.size, <=, most);
       g_assert_cmpint(c.large, >=, 1);
@@ -143,7 +144,7 @@ test_even_chunks(void)
         g_assert_cmpint(first, ==, next);
         g_assert_true(m == c.size || (m == c.size - 1 && i >= c.large));
         g_assert_cmpint(m, >=, 1);
-        g_assert_true(m == 1 || (size_t)m * samples[k] <= 64 * MIB);
+        g_assert_true(m == 1 || (size_t)m * samples[k] <= 32 * MIB);
         next = first + m;
       }
       g_assert_cmpint(next, ==, n);
@@ -152,24 +153,28 @@ test_even_chunks(void)
 }
 
 /* torchvision's stem at 224 px, batch 128: 112×112 output pixels of 147 taps, 3,687,936
- * bytes of bf16 columns a sample (472 MB the batch), so chunks of 18 samples
- * (66,382,848 bytes). The engine's forward: the weights' room (64 × 147 × 2 = 18,816
- * bytes, to 256) before them; its weight gradient: the output gradient as bf16 first
- * (128 × 12,544 × 64 × 2 = 205,520,896 bytes). A float32 run's float32 columns, in its
- * chunks of 256 MiB: 36 samples a chunk. The replica's own composition: the chunk's
- * columns after the output gradient; a bf16 run's float32 stem columns in that run's
- * chunks of 64 MiB. And a
- * 3×3 layer at 56 px (64 → 64): 3,612,672 bytes of bf16 columns a sample, 18 a chunk;
- * a sample larger than the bound (3×3, 64 channels at 256 × 256: 75.5 MB) alone. */
+ * bytes of bf16 columns a sample (472 MB the batch), so in a bf16 run's chunks of 32 MiB
+ * (33,554,432 bytes) 9 samples a chunk (33,191,424 bytes). The engine's forward: the
+ * weights' room (64 × 147 × 2 = 18,816 bytes, to 256) before them; its weight gradient:
+ * the output gradient as bf16 first (128 × 12,544 × 64 × 2 = 205,520,896 bytes). A
+ * float32 run's float32 columns, in its chunks of 256 MiB: 36 samples a chunk. The
+ * replica's own composition: the chunk's columns after the output gradient; a bf16 run's
+ * float32 stem columns in that run's chunks of 32 MiB. And a 3×3 layer at 56 px
+ * (64 → 64): 3,612,672 bytes of bf16 columns a sample, 9 a chunk (float32: 7,225,344, 4
+ * a chunk); a 1×1 conv of stride 1 at 56 px (64 → 256), 401,408 bytes of bf16 input a
+ * sample, 83 a chunk; a sample larger than the bound (3×3, 64 channels at 256 × 256:
+ * 75.5 MB) alone. */
 static void
 test_bytes(void)
 {
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
   const TdmPrecision bf16 = TDM_PRECISION_BF16, fp32 = TDM_PRECISION_FP32;
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, bf16, FALSE, FALSE),
-                   ==, 18944 + 66382848);
+                   ==, 18944 + 33191424);
+  g_assert_cmpuint(9 * (size_t)3687936, ==, 33191424);
+  g_assert_cmpuint(10 * (size_t)3687936, >, 32 * MIB);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, bf16, FALSE, FALSE), ==,
-                   205539840 + 66382848);
+                   205539840 + 33191424);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, fp32, FALSE, FALSE),
                    ==, 36 * (size_t)12544 * 147 * 4);
   g_assert_cmpuint(36 * (size_t)7375872, <=, 256 * MIB);
@@ -182,36 +187,41 @@ test_bytes(void)
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_FORWARD, fp32, TRUE, FALSE),
                    ==, 25 * (size_t)7375872 + 25 * (size_t)3211264);
   /* A bf16 run's own composition of its stem from float32 columns, its bf16 output staged
-   * (the 32-px stem's way, test_plan): in that run's chunks, 6 samples of 64 MiB at most,
-   * though the columns are float32. */
+   * (the 32-px stem's way, test_plan): in that run's chunks, 3 samples of 32 MiB at most
+   * (10,587,136 bytes each: 31,761,408; 4 would pass it), though the columns are
+   * float32. */
   TdmConvComposition staged = {.columns = TRUE, .params16 = TRUE, .y16 = TRUE};
   size_t bf16_bound = tdm_conv_columns_bound(TDM_BACKEND_CUDA, bf16);
-  g_assert_cmpint(tdm_conv_staged_chunk(&stem, bf16_bound), ==, 6);
+  g_assert_cmpint(tdm_conv_staged_chunk(&stem, bf16_bound), ==, 3);
+  g_assert_cmpuint(4 * (size_t)(7375872 + 3211264), >, 32 * MIB);
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &staged, FALSE, FALSE, bf16_bound), ==,
-                   6 * (size_t)7375872 + 6 * (size_t)3211264);
+                   3 * (size_t)7375872 + 3 * (size_t)3211264);
   TdmConvComposition how = {.columns = TRUE, .bf16 = TRUE, .bf16_dx = TRUE, .params16 = TRUE};
-  g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, 64 * MIB), ==, 66382848);
-  g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, TRUE, FALSE, 64 * MIB), ==,
-                   205520896 + 66382848);
+  g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, bf16_bound), ==, 33191424);
+  g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, TRUE, FALSE, bf16_bound), ==,
+                   205520896 + 33191424);
   /* The whole batch without a bound: the columns of before. */
   g_assert_cmpuint(tdm_conv_replica_bytes(&stem, &how, FALSE, FALSE, 0), ==,
                    (size_t)128 * 12544 * 147 * 2);
 
   TdmConvShape layer = {128, 56, 56, 64, 64, 3, 1, 1};
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer, TDM_CONV_DGRAD, bf16, FALSE, FALSE), ==,
-                   51380224 + 73728 + 18 * (size_t)3612672);
+                   51380224 + 73728 + 9 * (size_t)3612672);
+  g_assert_cmpuint(10 * (size_t)3612672, >, 32 * MIB);
   /* Float32 columns for an input gradient that is not bf16's way: the larger of the two
    * layouts. */
   how.bf16_dx = FALSE;
-  g_assert_cmpuint(tdm_conv_replica_bytes(&layer, &how, TRUE, TRUE, 64 * MIB), ==,
-                   MAX(51380224 + 18 * (size_t)3612672, 9 * (size_t)7225344));
+  g_assert_cmpuint(5 * (size_t)7225344, >, 32 * MIB);
+  g_assert_cmpuint(tdm_conv_replica_bytes(&layer, &how, TRUE, TRUE, bf16_bound), ==,
+                   MAX(51380224 + 9 * (size_t)3612672, 4 * (size_t)7225344));
   /* A 1×1 conv of stride 1: the replica multiplies its input as it is, the engine
    * converts it to bf16 in chunks. */
   TdmConvShape direct = {128, 56, 56, 64, 256, 1, 0, 1};
   TdmConvComposition none = {.columns = FALSE};
-  g_assert_cmpuint(tdm_conv_replica_bytes(&direct, &none, TRUE, TRUE, 64 * MIB), ==, 0);
+  g_assert_cmpuint(tdm_conv_replica_bytes(&direct, &none, TRUE, TRUE, bf16_bound), ==, 0);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, bf16, FALSE, FALSE),
-                   ==, 32768 + 128 * (size_t)401408);
+                   ==, 32768 + 83 * (size_t)401408);
+  g_assert_cmpuint(84 * (size_t)401408, >, 32 * MIB);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&direct, TDM_CONV_FORWARD, fp32, FALSE, FALSE),
                    ==, 0);
   TdmConvShape wide = {3, 256, 256, 64, 64, 3, 1, 1};
@@ -222,33 +232,38 @@ test_bytes(void)
 /* The plan's column workspace on a GPU in bf16: the most of the engine's budgets of each
  * call's column way, which the call's least-needing candidate needs no more than: beyond
  * the call's reservations (its output gradient as bf16 in backward where it lies in the
- * workspace, the weights' room), twice what the column way takes, or that and 64 MiB.
- * Every bn here writes its conv's bf16 output gradient outside the workspace: over the
- * conv's output (bn_dx_over_input()), or in place in the gradient region (torchvision's
- * stem, bn_dx_in_place()), so a backward reserves only the weights' room.
+ * workspace, the weights' room), twice what the column way takes, or that and the slack,
+ * 64 MiB (more than a chunk's 32 MiB, so always that here). Every bn here writes its
+ * conv's bf16 output gradient outside the workspace: over the conv's output
+ * (bn_dx_over_input()), or in place in the gradient region (torchvision's stem,
+ * bn_dx_in_place()), so a backward reserves only the weights' room. A layer's chunk is
+ * as many samples' bf16 columns as 32 MiB (33,554,432 bytes) holds.
  * 224 px, batch 128 (evaluation chunks of 128): the stem's weight gradient reserves
- * 18,944 bytes, then 18 samples' columns (66,382,848: test_bytes): 18,944 + 66,382,848 +
- * 64 MiB = 133,510,656 with the budget (with its output gradient in the workspace,
- * 205,539,840 + 66,382,848 + 64 MiB = 339,031,552; 543,845,376 when the budget doubled
+ * 18,944 bytes, then 9 samples' columns (33,191,424: test_bytes): 18,944 + 33,191,424 +
+ * 64 MiB = 100,319,232 with the budget (with its output gradient in the workspace,
+ * 205,539,840 + 33,191,424 + 64 MiB = 305,840,128; 477,462,528 when the budget doubled
  * the reservations too). A layer1 3×3 conv's backward (56 × 56 × 64): the weights' room
- * (73,728), 18 samples' columns (56·56·576·2 = 3,612,672 each) and 64 MiB: 132,210,688
- * (183,590,912 with its output gradient, 51,380,224, in the workspace). The most is a
- * layer3 3×3 conv's (14 × 14 × 256): the weights' room (256 × 2,304 × 2 = 1,179,648),
- * 74 samples' columns (14·14·2,304·2 = 903,168 each: 66,834,432; 75 would pass 64 MiB)
- * and 64 MiB: 135,122,944; layer4's (7 × 7 × 512) takes the batch's 128 samples,
- * 4,718,592 + 57,802,752 + 64 MiB = 129,630,208. The whole batch's float32 columns at
- * the larger capacity were 1,010,494,464 at chunks of 137.
+ * (73,728), 9 samples' columns (56·56·576·2 = 3,612,672 each: 32,514,048) and 64 MiB:
+ * 99,696,640 (151,076,864 with its output gradient, 51,380,224, in the workspace). A
+ * layer3 3×3 conv's (14 × 14 × 256): the weights' room (256 × 2,304 × 2 = 1,179,648), 37
+ * samples' columns (14·14·2,304·2 = 903,168 each: 33,417,216; 38 would pass 32 MiB) and
+ * 64 MiB: 101,705,728. The most is layer4's (7 × 7 × 512): the weights' room (512 ×
+ * 4,608 × 2 = 4,718,592), 74 samples' columns (7·7·4,608·2 = 451,584 each: 33,417,216;
+ * 75 would pass 32 MiB) and 64 MiB: 105,244,672 (in chunks of 64 MiB it took the
+ * batch's 128 samples, 129,630,208, and layer3's 135,122,944 was the most). The whole
+ * batch's float32 columns at the larger capacity were 1,010,494,464 at chunks of 137.
  * 32 px, batch 512: the stem's weight gradient is composed from its bn's bf16 gradient
  * over its output computed again at grad_a (stem_output_recomputed(), 27 taps for 64
  * outputs, float32 columns): the weights' room (64 × 27 × 2, aligned to 256: 3,584) and
- * 180 samples' float32 columns and widened output gradient (180 × 1,024 × (27 + 64) × 4
- * = 67,092,480 bytes); with its output gradient at the workspace's start (67,108,864 more)
- * it was the most, 201,310,208. The most is now layer4's 3×3 conv's backward (4 × 4 ×
- * 512): the weights' room (4,718,592), 455 samples' columns (4·4·4,608·2 = 147,456 each:
- * 67,092,480) and 64 MiB: 138,919,936; a 3×3 layer of 64 channels at 32 × 32, the
- * weights' room (73,728) and 56 samples' columns (1,179,648 each, 66,060,288) and
- * 64 MiB, 133,242,880. The whole columns were 1,274,019,840 at chunks of 540. The CPU
- * keeps the whole batch's float32 columns. */
+ * 90 samples' float32 columns and widened output gradient (90 × 1,024 × (27 + 64) × 4
+ * = 33,546,240 bytes; 91 would pass 32 MiB); with its output gradient at the workspace's
+ * start (512 × 32 × 32 × 64 × 2 = 67,108,864 more) it was the most, 167,763,968. The
+ * most is now layer4's 3×3 conv's backward (4 × 4 × 512): the weights' room (4,718,592),
+ * 227 samples' columns (4·4·4,608·2 = 147,456 each: 33,472,512; 228 would pass 32 MiB)
+ * and 64 MiB: 105,299,968; a 3×3 layer of 64 channels at 32 × 32, the weights' room
+ * (73,728) and 28 samples' columns (1,179,648 each, 33,030,144) and 64 MiB, 100,212,736.
+ * The whole columns were 1,274,019,840 at chunks of 540. The CPU keeps the whole batch's
+ * float32 columns. */
 static void
 test_plan(void)
 {
@@ -259,33 +274,44 @@ test_plan(void)
   g_assert_no_error(error);
   const TdmPrecision bf16 = TDM_PRECISION_BF16;
   TdmReplicaPlan gpu = tdm_replica_plan(tv, TDM_BACKEND_CUDA, TDM_PRECISION_BF16, 128, 128);
-  g_assert_cmpuint(gpu.columns, ==, 1179648 + 66834432 + 64 * MIB);
+  g_assert_cmpuint(gpu.columns, ==, 4718592 + 33417216 + 64 * MIB);
+  g_assert_cmpuint(gpu.columns, ==, 105244672);
+  TdmConvShape tv_layer4 = {128, 7, 7, 512, 512, 3, 1, 1};
+  g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&tv_layer4, TDM_CONV_WGRAD, TRUE, TRUE), ==,
+                   4718592);
+  g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&tv_layer4, TDM_CONV_WGRAD, bf16, FALSE, TRUE),
+                   ==, 4718592 + 74 * (size_t)451584);
+  g_assert_cmpuint(74 * (size_t)451584, ==, 33417216);
+  g_assert_cmpuint(75 * (size_t)451584, >, 32 * MIB);
+  g_assert_cmpuint(tdm_conv_budget_beyond(4718592 + 33417216, 4718592, bf16), ==,
+                   4718592 + 33417216 + 64 * MIB);
+  /* The layer3 conv's, below it. */
   TdmConvShape layer3 = {128, 14, 14, 256, 256, 3, 1, 1};
   g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&layer3, TDM_CONV_WGRAD, TRUE, TRUE), ==,
                    1179648);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer3, TDM_CONV_WGRAD, bf16, FALSE, TRUE), ==,
-                   1179648 + 74 * (size_t)903168);
-  g_assert_cmpuint(75 * (size_t)903168, >, 64 * MIB);
-  g_assert_cmpuint(tdm_conv_budget_beyond(1179648 + 66834432, 1179648, bf16), ==,
-                   1179648 + 66834432 + 64 * MIB);
+                   1179648 + 37 * (size_t)903168);
+  g_assert_cmpuint(37 * (size_t)903168, ==, 33417216);
+  g_assert_cmpuint(38 * (size_t)903168, >, 32 * MIB);
+  g_assert_cmpuint(tdm_conv_budget_beyond(1179648 + 33417216, 1179648, bf16), ==, 101705728);
   /* The layer1 conv's, below it; with its output gradient in the workspace, above. */
   TdmConvShape layer1 = {128, 56, 56, 64, 64, 3, 1, 1};
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer1, TDM_CONV_WGRAD, bf16, FALSE, TRUE), ==,
-                   73728 + 65028096);
-  g_assert_cmpuint(tdm_conv_budget_beyond(73728 + 65028096, 73728, bf16), ==, 132210688);
+                   73728 + 32514048);
+  g_assert_cmpuint(tdm_conv_budget_beyond(73728 + 32514048, 73728, bf16), ==, 99696640);
   g_assert_cmpuint(51453952, ==, (128 * 56 * 56 * 64 * 2 + 64 * 576 * 2 + 255) / 256 * 256);
-  g_assert_cmpuint(tdm_conv_budget_beyond(51453952 + 65028096, 51453952, bf16), ==,
-                   183590912);
-  g_assert_cmpuint(65028096, ==, 18 * 56 * 56 * 576 * 2);
-  g_assert_cmpuint(205539840 + 66382848, ==, 271922688);
-  g_assert_cmpuint(tdm_conv_budget_beyond(271922688, 205539840, bf16), ==, 339031552);
+  g_assert_cmpuint(tdm_conv_budget_beyond(51453952 + 32514048, 51453952, bf16), ==,
+                   151076864);
+  g_assert_cmpuint(32514048, ==, 9 * 56 * 56 * 576 * 2);
+  g_assert_cmpuint(205539840 + 33191424, ==, 238731264);
+  g_assert_cmpuint(tdm_conv_budget_beyond(238731264, 205539840, bf16), ==, 305840128);
   TdmConvShape stem = {128, 224, 224, 3, 64, 7, 3, 2};
   g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&stem, TDM_CONV_WGRAD, TRUE, TRUE), ==,
                    18944);
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&stem, TDM_CONV_WGRAD, bf16, FALSE, TRUE), ==,
-                   18944 + 66382848);
-  g_assert_cmpuint(tdm_conv_budget_beyond(18944 + 66382848, 18944, bf16), ==, 133510656);
-  g_assert_cmpuint(tdm_conv_budget(271922688, bf16), ==, 2 * (size_t)271922688);
+                   18944 + 33191424);
+  g_assert_cmpuint(tdm_conv_budget_beyond(18944 + 33191424, 18944, bf16), ==, 100319232);
+  g_assert_cmpuint(tdm_conv_budget(238731264, bf16), ==, 477462528);
   TdmReplicaPlan cpu = tdm_replica_plan(tv, TDM_BACKEND_CPU, TDM_PRECISION_BF16, 128, 128);
   g_assert_cmpuint(cpu.columns, ==, (size_t)128 * 12544 * 147 * 4);
   g_assert_cmpuint(cpu.workspace - cpu.columns, ==, gpu.workspace - gpu.columns);
@@ -299,22 +325,26 @@ test_plan(void)
                    3584);
   g_assert_cmpuint(tdm_conv_engine_reserved_bytes(&cifar_stem, TDM_CONV_WGRAD, TRUE, FALSE), ==,
                    (67108864 + 64 * 27 * 2 + 255) / 256 * 256);
-  /* Its float32 columns in the bf16 run's chunks (64 MiB: 180 samples), and the bf16
+  /* Its float32 columns in the bf16 run's chunks (32 MiB: 90 samples), and the bf16
    * run's slack: the run's precision decides, not the columns' type. */
   g_assert_cmpint(tdm_conv_staged_chunk(&cifar_stem, tdm_conv_columns_bound(TDM_BACKEND_CUDA,
                                                                             bf16)),
-                  ==, 180);
-  size_t stem_least = 67108864 + 180 * 1024 * (27 + 64) * 4;
-  g_assert_cmpuint(tdm_conv_budget_beyond(stem_least, 67112448, bf16), ==, 201310208);
+                  ==, 90);
+  g_assert_cmpuint(91 * (size_t)1024 * (27 + 64) * 4, >, 32 * MIB);
+  size_t stem_least = 67108864 + 90 * 1024 * (27 + 64) * 4;
+  g_assert_cmpuint(tdm_conv_budget_beyond(stem_least, 67112448, bf16), ==, 167763968);
   /* layer4's, the most. */
   TdmConvShape layer4 = {512, 4, 4, 512, 512, 3, 1, 1};
   g_assert_cmpuint(tdm_conv_engine_im2col_bytes(&layer4, TDM_CONV_WGRAD, bf16, FALSE, TRUE), ==,
-                   4718592 + 455 * (size_t)147456);
-  g_assert_cmpuint(455 * (size_t)147456, ==, 67092480);
-  g_assert_cmpuint(small.columns, ==, 4718592 + 67092480 + 64 * MIB);
-  g_assert_cmpuint(small.columns, ==, 138919936);
+                   4718592 + 227 * (size_t)147456);
+  g_assert_cmpuint(227 * (size_t)147456, ==, 33472512);
+  g_assert_cmpuint(228 * (size_t)147456, >, 32 * MIB);
+  g_assert_cmpuint(small.columns, ==, 4718592 + 33472512 + 64 * MIB);
+  g_assert_cmpuint(small.columns, ==, 105299968);
   /* The widest 3×3 layer's, below it. */
-  g_assert_cmpuint(73728 + 66060288 + 64 * MIB, ==, 133242880);
+  g_assert_cmpuint(28 * (size_t)1179648, ==, 33030144);
+  g_assert_cmpuint(29 * (size_t)1179648, >, 32 * MIB);
+  g_assert_cmpuint(73728 + 33030144 + 64 * MIB, ==, 100212736);
   g_test_message(
       "column workspace on a GPU, bf16: 224 px b128 %zu bytes (whole float32 "
       "columns %zu), 32 px b512 %zu bytes (%zu)",

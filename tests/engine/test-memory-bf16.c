@@ -265,10 +265,10 @@ test_bf16_block_gradients(void)
     /* And on a GPU the column workspace: stored as bf16, each bn writes its conv's bf16
      * output gradient over the conv's output (bn_dx_over_input(); the stem's over its
      * output computed again at grad_a), so the most is layer4's 3×3 conv's backward
-     * (test-conv-columns' plan: 138,919,936), where float32 storage keeps the stem bn's
-     * at the stem conv's workspace start (201,310,208). The CPU's whole float32 columns
+     * (test-conv-columns' plan: 105,299,968), where float32 storage keeps the stem bn's
+     * at the stem conv's workspace start (167,763,968). The CPU's whole float32 columns
      * are the same either way. */
-    size_t columns = kind == TDM_BACKEND_CUDA ? 201310208 - 138919936 : 0;
+    size_t columns = kind == TDM_BACKEND_CUDA ? 167763968 - 105299968 : 0;
     g_assert_cmpuint(without.columns - with.columns, ==, columns);
     g_assert_cmpuint(without.workspace - with.workspace, ==,
                      512 * (size_t)(262144 - 196608) + 2 * 512 * (size_t)(262144 - 65536) +
@@ -338,9 +338,9 @@ test_bf16_block_gradients(void)
     /* On a GPU the stem bn's bf16 gradient goes in place over the pool's in the region
      * (bn_dx_in_place(): bf16 storage only), so the stem conv's weight gradient reserves
      * none of the workspace for it, and each other bn's over its conv's output
-     * (bn_dx_over_input()), so the column bound is set by a layer3 conv's backward
-     * (test-conv-columns's test_plan): 339,031,552 → 135,122,944. */
-    size_t in_place = kind == TDM_BACKEND_CUDA ? 339031552 - 135122944 : 0;
+     * (bn_dx_over_input()), so the column bound is set by a layer4 conv's backward
+     * (test-conv-columns's test_plan): 305,840,128 → 105,244,672. */
+    size_t in_place = kind == TDM_BACKEND_CUDA ? 305840128 - 105244672 : 0;
     g_assert_cmpuint(without.workspace - with.workspace, ==,
                      128 * (size_t)(802816 - 602112) + 616562688 + in_place);
   }
@@ -379,10 +379,12 @@ test_bf16_block_gradients(void)
      * gradient region), 339,031,552 → 183,590,912; and no bn's gradient for its conv in
      * the workspace (each writes it over the conv's output, bn_dx_over_input()): the
      * bound is a layer's 3×3 conv's backward, 201,310,208 → 138,919,936 at 32 px (layer4)
-     * and 183,590,912 → 135,122,944 at 224 px (layer3). At 32 px the stem conv's bf16
-     * output, 512 × 32×32×64 × 2 bytes, is not kept (stem_output_recomputed()), nor
-     * the projections' conv outputs, 512 × 57,344 × 2 (projection_output_recomputed());
-     * at 224 px theirs too, 128 × (28×28×128 + 14×14×256 + 7×7×512) × 2 (the evaluation
+     * and 183,590,912 → 135,122,944 at 224 px (layer3); and in a bf16 run's chunks of
+     * 32 MiB, not 64, layer4's at both, 138,919,936 → 105,299,968 and 135,122,944 →
+     * 105,244,672. At 32 px the stem conv's bf16 output, 512 × 32×32×64 × 2 bytes, is
+     * not kept (stem_output_recomputed()), nor the projections' conv outputs, 512 ×
+     * 57,344 × 2 (projection_output_recomputed()); at 224 px theirs too, 128 ×
+     * (28×28×128 + 14×14×256 + 7×7×512) × 2 (the evaluation
      * chunk, which the training's activations bound, still within them). The eight
      * block ends' ReLU masks as bits beside their bf16 outputs, a bit an element: 512 ×
      * 245,760 / 8 and 128 × 2 × (56×56×64 + 28×28×128 + 14×14×256 + 7×7×512) / 8 bytes
@@ -390,14 +392,14 @@ test_bf16_block_gradients(void)
      * 512 × (196,608 − 131,072) and 128 × (602,112 − 401,408) bytes more. */
     static const size_t totals[] = {
         2071893652 - 2 * 512 * (size_t)131072 - 402673664 - 2 * 512 * (size_t)65536 -
-            (266485760 - 138919936) - 512 * (size_t)65536 * sizeof(uint16_t) -
+            (266485760 - 105299968) - 512 * (size_t)65536 * sizeof(uint16_t) -
             512 * (size_t)57344 * sizeof(uint16_t) + 512 * (size_t)245760 / 8 +
             512 * (size_t)(196608 - 131072),
         4188168512 - 2 * 128 * (size_t)802816 - 1336397824 -
             128 * (2 * 802816 + 200704) * sizeof(uint16_t) -
             128 * (size_t)802816 * sizeof(uint16_t) -
             128 * (size_t)200704 * (sizeof(int32_t) - sizeof(uint8_t)) -
-            (543845376 - 135122944) -
+            (543845376 - 105244672) -
             128 * (size_t)(100352 + 50176 + 25088) * sizeof(uint16_t) +
             128 * 2 * (size_t)(200704 + 100352 + 50176 + 25088) / 8 +
             128 * (size_t)(602112 - 401408)};
