@@ -2,7 +2,7 @@
 /* test-cuda-conv-workspace.c — the convolution engine within its workspace budget (part
  * of test-cuda-conv): the choice reached through a workspace grown as the engine asks
  * (the replica's first run), column-free for the 224-px stem and a ResNet's 3×3 and 1×1
- * layers; batches whose columns come in chunks (tdm-conv-columns.h: 64 MiB in a bf16
+ * layers; batches whose columns come in chunks (tdm-conv-columns.h: 32 MiB in a bf16
  * run, 256 MiB in a float32 one), the last chunk short; cuDNN's forward and weight
  * gradient of a bn's bf16 output in chunks of samples where the whole normalized input
  * is more than a chunk (an odd batch among them), the weight gradient whether its plan
@@ -120,7 +120,7 @@ test_grown_workspace(void)
   }
 }
 
-/* Batches whose columns are more than a bf16 run's chunk holds (tdm-conv-columns.h: 64
+/* Batches whose columns are more than a bf16 run's chunk holds (tdm-conv-columns.h: 32
  * MiB), odd sizes, so that the last chunk is short: every candidate against the CPU as
  * test_candidates checks them (im2col's chunks among them), and im2col's own: its need
  * is tdm_conv_engine_im2col_bytes()'s (what the memory plan counts), less than the
@@ -129,23 +129,23 @@ test_grown_workspace(void)
  * 256 MiB: there the 224-px stem (36, 36, 13) and the case of one sample's columns more
  * than a chunk (1 each) come in chunks, the others' float32 columns whole (their need
  * is then the whole batch's columns). The float32 inputs of the
- * projection and of the 1×1 at stride 1 are more than 64 MiB as bf16, so cuDNN's
+ * projection and of the 1×1 at stride 1 are more than 32 MiB as bf16, so cuDNN's
  * forwards and weight gradients of them (float32 or bf16 output, each needing one
- * chunk's copy: check_wgrad_need()) run in chunks of samples (two sizes: 4 and 3, 9 and
- * 8), as do the padded stem's of the last case (43 and 42; its weight gradient float32
+ * chunk's copy: check_wgrad_need()) run in chunks of samples (two sizes: 2 and 1, 6 and
+ * 5), as do the padded stem's of the last case (29 and 28; its weight gradient float32
  * only). Their large input gradients (the last four's) are where cuDNN's
  * bf16 results for a float32 destination are widened in place (tdm-backend-cuda-conv-candidates.c's
  * widen_in_place()), checked against the CPU with the rest. */
 static const Case chunked_cases[] = {
-  {21, 225, 223, 3, 16, 7, 3, 2}, /* a 7×7 stem: 18 bf16 samples a chunk, then 3 */
-  {17, 61, 59, 64, 24, 3, 1, 1},  /* 3×3, 64 channels: 16 then 1 (float32: whole) */
-  {15, 255, 253, 17, 8, 3, 1, 2}, /* 3×3 at stride 2, 17 channels: 13 then 2 */
-  {17, 361, 359, 64, 16, 1, 0, 2}, /* a projection, 1×1 at stride 2: 16 then 1 */
-  {17, 181, 179, 64, 16, 1, 0, 1}, /* 1×1 at stride 1: bf16 copies of x, 16 then 1 */
+  {21, 225, 223, 3, 16, 7, 3, 2}, /* a 7×7 stem: 9 bf16 samples a chunk, 9, then 3 */
+  {17, 61, 59, 64, 24, 3, 1, 1},  /* 3×3, 64 channels: 8, 8, 1 (float32: whole) */
+  {15, 255, 253, 17, 8, 3, 1, 2}, /* 3×3 at stride 2, 17 channels: 6, 6, 3 */
+  {17, 361, 359, 64, 16, 1, 0, 2}, /* a projection, 1×1 at stride 2: 8, 8, 1 */
+  {17, 181, 179, 64, 16, 1, 0, 1}, /* 1×1 at stride 1: bf16 copies of x, 8, 8, 1 */
   {3, 255, 257, 64, 8, 3, 1, 1},  /* one sample's columns more than a chunk: 1 each (151 MB
                                    * a sample in float32: 1 each there too) */
-  /* The stem at 224 px, its input padded to 8 channels (102 MB as bf16): cuDNN's ":c8"
-   * forward and float32 weight gradient in chunks of 43 and 42 samples. */
+  /* The stem at 224 px, its input padded to 8 channels (68 MB as bf16): cuDNN's ":c8"
+   * forward and float32 weight gradient in chunks of 29 and 28 samples. */
   {85, 224, 224, 3, 16, 7, 3, 2},
 };
 
@@ -415,10 +415,10 @@ forward_chunk_order(const Problem *p, const float *bn, const uint16_t *x16, cons
 
 /* A forward whose input a bn before stored as bf16 and the conv normalizes as it reads
  * it ("bn x16 y16"), where the whole normalized input is more than a chunk holds
- * (tdm-conv-columns.h: a bf16 run's 64 MiB): cuDNN runs it in even chunks of samples
+ * (tdm-conv-columns.h: a bf16 run's 32 MiB): cuDNN runs it in even chunks of samples
  * ("cudnn:…:nM": tdm-backend-cuda-conv-candidates.c's cudnn_chunks()), each with a plan for its
- * size — an odd batch (37 at 128 px: 19 then 18, two plans) and an even one (64: two of 32, one
- * plan). Every forward candidate against the CPU's convolution of the CPU's bn output,
+ * size — an odd batch (37 at 128 px: 13, 12, 12, two plans) and an even one (64: four of 16,
+ * one plan). Every forward candidate against the CPU's convolution of the CPU's bn output,
  * within the bf16 bound; every weight-gradient one (summed over the chunks in float32,
  * a bf16 plan's chunk sums widened first) measured, and the one the screen offers, the
  * engine's choice, within the bf16 bound too (a bf16 plan's chunk sums' roundings on
@@ -436,8 +436,8 @@ test_bn_input_chunks(void)
   if (!have_gpu())
     return;
   const Case chunk_cases[] = {
-    {37, 128, 128, 64, 16, 3, 1, 1}, /* 74 MiB of bf16 input: 19 + 18 */
-    {64, 128, 128, 64, 16, 1, 0, 1}, /* 128 MiB: 32 + 32 */
+    {37, 128, 128, 64, 16, 3, 1, 1}, /* 74 MiB of bf16 input: 13 + 12 + 12 */
+    {64, 128, 128, 64, 16, 1, 0, 1}, /* 128 MiB: 4 × 16 */
   };
   gboolean cudnn = tdm_cudnn_get() != NULL;
   int bf16_sums_run = 0; /* bf16-output cuDNN weight gradients run in chunks */

@@ -112,9 +112,9 @@ chunked_step(const char *spec, TdmPrecision precision, size_t bound, TdmDataset 
   g_assert_no_error(error);
   TdmReplica *rep = tdm_replica_new(b, net, 32, data, data, &error);
   g_assert_no_error(error);
-  /* A GPU's chunks are the run's: 64 MiB in bf16, 256 MiB in float32. */
+  /* A GPU's chunks are the run's: 32 MiB in bf16, 256 MiB in float32. */
   g_assert_cmpuint(rep->columns_bound, ==,
-                   (size_t)(precision == TDM_PRECISION_BF16 ? 64 : 256) << 20);
+                   (size_t)(precision == TDM_PRECISION_BF16 ? 32 : 256) << 20);
   rep->columns_bound = bound;
   g_autofree float *params = g_new(float, net->parameter_count);
   tdm_network_init_parameters(net, 9, params);
