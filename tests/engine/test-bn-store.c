@@ -207,6 +207,18 @@ test_plan(void)
   g_unsetenv("TANDEM_GRADIENT_WINDOWS");
 }
 
+/* The replica tests' network (28 × 28 × 1, ten classes) and its parameters, seed 7. */
+static TdmNetwork *
+replica_network(const char *spec, float **params)
+{
+  g_autoptr(GError) error = NULL;
+  TdmNetwork *net = tdm_network_new(spec, 28, 28, 1, 10, &error);
+  g_assert_no_error(error);
+  *params = g_new(float, net->parameter_count);
+  tdm_network_init_parameters(net, 7, *params);
+  return net;
+}
+
 /* A replica made with TANDEM_BN_STORE=all keeps, after a step, each eligible bn's output
  * in a bf16 buffer of its own, which the conv after it reads as its stored input (the bn
  * leaves nothing to it: no prologue), written by the bn's forward (a ReLU's values: none
@@ -217,12 +229,10 @@ static void
 test_replica(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(TdmNetwork) net = tdm_network_new(bottleneck_net, 28, 28, 1, 10, &error);
-  g_assert_no_error(error);
+  g_autofree float *params = NULL;
+  g_autoptr(TdmNetwork) net = replica_network(bottleneck_net, &params);
   g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
   const int n = 12;
-  g_autofree float *params = g_new(float, net->parameter_count);
-  tdm_network_init_parameters(net, 7, params);
   const char *stores[] = {"0", "all", NULL};
   for (guint s = 0; s < G_N_ELEMENTS(stores); s++) {
     TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
@@ -305,12 +315,10 @@ static void
 test_no_room(void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(TdmNetwork) net = tdm_network_new(basic_net, 28, 28, 1, 10, &error);
-  g_assert_no_error(error);
+  g_autofree float *params = NULL;
+  g_autoptr(TdmNetwork) net = replica_network(basic_net, &params);
   g_autoptr(TdmDatasetPair) data = tdm_dataset_synthetic(3, 40, 20);
   const int n = 12;
-  g_autofree float *params = g_new(float, net->parameter_count);
-  tdm_network_init_parameters(net, 7, params);
   g_assert_cmpuint(tdm_replica_bn_store(net, TDM_BACKEND_CPU, TDM_PRECISION_BF16, n), >, 0);
 
   TdmBackend *b = tdm_backend_new(TDM_DEVICE_CPU, TDM_PRECISION_BF16, &error);
