@@ -276,8 +276,8 @@ typedef struct {
   Result result;               /* what every candidate writes */
   char *slot;                  /* the pieces' place, the candidates' scratch; NULL: none */
   guint64 piece, pieces;       /* the pieces' bytes (the last's may be fewer), how many */
-  void *host;                  /* the reference's result, once it has run */
-  gboolean pinned;             /* host is cudaHostAlloc's (else g_try_malloc's) */
+  void *host;                  /* the reference's result (the engine's host memory), once
+                                * it has run */
   guint64 length;              /* L, the products each value sums */
   int reference;               /* its index in the list, once one has run */
   char *reference_name;        /* and its name */
@@ -314,14 +314,13 @@ host_free(void *host, gboolean pinned)
  * hundreds of megabytes costs more than reading them back, and a pre-warm times tens of
  * keys of a few sizes, largest first as a rule (the first layers' outputs). */
 static void *
-host_take(TdmConvEngine *e, size_t bytes, gboolean *pinned)
+host_take(TdmConvEngine *e, size_t bytes)
 {
   if (e->host == NULL || e->host_bytes < bytes) {
     host_free(e->host, e->host_pinned);
     e->host = host_alloc(bytes, &e->host_pinned);
     e->host_bytes = e->host != NULL ? bytes : 0;
   }
-  *pinned = e->host_pinned;
   return e->host;
 }
 
@@ -362,7 +361,7 @@ deviation_of(TdmBackend *b, const Screen *screen)
     size_t at = (size_t)(k * screen->piece), bytes = MIN((size_t)screen->piece, total - at);
     double sums[2] = {NAN, NAN};
     const char *from = (const char *)screen->host + at;
-    if (!screen->pinned)
+    if (!engine(b)->host_pinned)
       tdm_backend_upload(b, screen->slot, from, bytes);
     else if (!TDM_CUDA_OK(b, cudaMemcpyAsync(screen->slot, from, bytes, cudaMemcpyHostToDevice,
                                              CUDA_B(b)->stream)))
@@ -413,7 +412,7 @@ keep_reference(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, 
   TdmConvCandidate *c = g_ptr_array_index(list, i);
   inject_test_fault(b, l, c, screen);
   size_t bytes = result_bytes(&screen->result);
-  screen->host = host_take(engine(b), bytes, &screen->pinned);
+  screen->host = host_take(engine(b), bytes);
   if (screen->host == NULL) {
     g_message("%s: convolution candidates not screened: no host memory for the "
               "reference's result (%zu bytes)", b->name, bytes);
