@@ -28,17 +28,10 @@ bn_stats_kernel(float *saved, const float *slots, int slot_count, int channels, 
   int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= channels)
     return;
-  double count, mean_d, m2;
-  tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean_d, &m2);
-  float mean = (float)mean_d;
-  float var = count > 0 ? (float)(m2 / count) : 0.0f;
-  saved[ch] = mean;
-  saved[channels + ch] = 1.0f / sqrtf(var + eps);
-  if (running_mean != NULL) {
-    float unbiased = count > 1 ? (float)(m2 / (count - 1)) : var;
-    running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
-    running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
-  }
+  double count, mean, m2;
+  tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean, &m2);
+  tdm_bnm_stats(saved, channels, ch, count, mean, m2, eps, momentum, running_mean,
+                running_var);
 }
 
 extern "C" cudaError_t

@@ -84,6 +84,15 @@ struct BnStart {
   uint16_t *dx;
 };
 
+/* The moments' statistics from their slot in the same finish (saved NULL: none),
+ * bn_stats's arguments: with one slot, the thread that stores channel c's mean and M2
+ * merges them back as bn_stats would read them, no second launch. */
+struct BnStats {
+  float *saved;
+  float eps, momentum;
+  float *running_mean, *running_var;
+};
+
 /* What the kernel reads and where it writes. partials: groups · 2 · channels doubles
  * (the groups' sums), then sets · 2 · channels (the sets'); counters: tiles · sets for
  * the sets, then tiles for the tiles, all zero between launches. */
@@ -100,6 +109,7 @@ struct BnSumArgs {
   int slot, slot_count;
   bool aligned;  /* x and dy (and the start's skip, strided, dx) allow the vector accesses */
   BnStart start; /* SUM_START: dy is the first layer's input gradient a */
+  BnStats stats; /* SUM_SHIFTED, one slot */
 };
 
 /* A row as bn_load_row widens it (bf16 through __bfloat162float, as tdm_k_vec and
@@ -529,6 +539,14 @@ bn_sums_kernel(BnSumArgs<X, D> a, BnSumShape s)
         double mean, m2;
         tdm_bnm_finish(tdm_k_load1(a.x + c), s0, s1, a.rows, &mean, &m2);
         tdm_bnm_store(dst, C, c, mean, m2);
+        if (a.stats.saved != NULL) {
+          /* The slot's count is channel 0's thread's to store, maybe in another block:
+           * rows is what it stores, and reads back. */
+          double n = 0.0, merged = 0.0, q = 0.0;
+          tdm_bnm_merge_slot(dst, a.rows, C, c, &n, &merged, &q);
+          tdm_bnm_stats(a.stats.saved, C, c, n, merged, q, a.stats.eps, a.stats.momentum,
+                        a.stats.running_mean, a.stats.running_var);
+        }
       } else {
         tdm_bnm_store(dst, C, c, 0.0, 0.0);
       }
@@ -581,7 +599,8 @@ static cudaError_t
 bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
           const float *invstd, const float *gamma, const float *beta, int rows, int channels,
           double *partials, size_t partials_count, unsigned *counters, size_t counter_count,
-          float *slots, int slot, int slot_count, cudaStream_t stream, BnStart st = {})
+          float *slots, int slot, int slot_count, cudaStream_t stream, BnStart st = {},
+          BnStats stats = {})
 {
   if (channels <= 0)
     return cudaSuccess;
@@ -590,7 +609,7 @@ bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
       !bn_sum_shape(&s, rows, channels, partials_count, counter_count))
     return cudaErrorInvalidValue;
   BnSumArgs<X, D> a = {x, dy, mean, invstd, gamma, beta, rows, channels, partials, counters,
-                       out0, out1, slots, slot, slot_count, true, st};
+                       out0, out1, slots, slot, slot_count, true, st, stats};
   a.aligned = bn_vec_aligned(x, s.v) && (MODE == SUM_SHIFTED || bn_vec_aligned(dy, s.v)) &&
               (st.skip == NULL || bn_vec_aligned(st.skip, s.v)) &&
               (st.strided == NULL || bn_vec_aligned(st.strided, s.v)) &&
@@ -606,10 +625,11 @@ bn_reduce(float *out0, float *out1, const X *x, const D *dy, const float *mean,
   return tdm_k_launched();
 }
 
-extern "C" cudaError_t
-tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels, int slot,
-                 int slot_count, double *partials, size_t partials_count, unsigned *counters,
-                 size_t counter_count, cudaStream_t stream)
+/* tdm_k_bn_moments, and (stats.saved not NULL, one slot) the statistics in its finish. */
+static cudaError_t
+bn_moments(float *slots, const void *x, bool x16, int rows, int channels, int slot,
+           int slot_count, double *partials, size_t partials_count, unsigned *counters,
+           size_t counter_count, const BnStats &stats, cudaStream_t stream)
 {
   if (channels <= 0 || slot < 0 || slot >= slot_count)
     return cudaErrorInvalidValue;
@@ -619,10 +639,38 @@ tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels, 
   if (x16)
     return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const uint16_t *)x, (const float *)NULL, NULL,
                                   NULL, NULL, NULL, rows, channels, partials, partials_count,
-                                  counters, counter_count, slots, slot, slot_count, stream);
+                                  counters, counter_count, slots, slot, slot_count, stream,
+                                  BnStart{}, stats);
   return bn_reduce<SUM_SHIFTED>(NULL, NULL, (const float *)x, (const float *)NULL, NULL, NULL,
                                 NULL, NULL, rows, channels, partials, partials_count, counters,
-                                counter_count, slots, slot, slot_count, stream);
+                                counter_count, slots, slot, slot_count, stream, BnStart{},
+                                stats);
+}
+
+extern "C" cudaError_t
+tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, int channels, int slot,
+                 int slot_count, double *partials, size_t partials_count, unsigned *counters,
+                 size_t counter_count, cudaStream_t stream)
+{
+  return bn_moments(slots, x, x16, rows, channels, slot, slot_count, partials, partials_count,
+                    counters, counter_count, BnStats{}, stream);
+}
+
+/* An empty x has no finish to fold the statistics into: its empty slot, then
+ * tdm_k_bn_stats's launch (a batch of no rows, which no training step has). */
+extern "C" cudaError_t
+tdm_k_bn_moments_stats(float *saved, float *slots, const void *x, bool x16, int rows,
+                       int channels, float eps, float momentum, float *running_mean,
+                       float *running_var, double *partials, size_t partials_count,
+                       unsigned *counters, size_t counter_count, cudaStream_t stream)
+{
+  BnStats stats = {saved, eps, momentum, running_mean, running_var};
+  cudaError_t e = bn_moments(slots, x, x16, rows, channels, 0, 1, partials, partials_count,
+                             counters, counter_count, stats, stream);
+  if (e != cudaSuccess || rows > 0)
+    return e;
+  return tdm_k_bn_stats(saved, slots, 1, channels, eps, momentum, running_mean, running_var,
+                        stream);
 }
 
 template <typename X, typename D>

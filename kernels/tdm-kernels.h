@@ -237,6 +237,13 @@ cudaError_t tdm_k_bn_moments(float *slots, const void *x, bool x16, int rows, in
 cudaError_t tdm_k_bn_stats(float *saved, const float *slots, int slot_count, int channels,
                            float eps, float momentum, float *running_mean,
                            float *running_var, cudaStream_t stream);
+/* bn_moments_stats: tdm_k_bn_moments into one slot (slot 0 of 1), then tdm_k_bn_stats of
+ * it, the same bits, in the one launch (the moments' finish computes the statistics). */
+cudaError_t tdm_k_bn_moments_stats(float *saved, float *slots, const void *x, bool x16,
+                                   int rows, int channels, float eps, float momentum,
+                                   float *running_mean, float *running_var, double *partials,
+                                   size_t partials_count, unsigned *counters,
+                                   size_t counter_count, cudaStream_t stream);
 /* The training forward as a per-channel map, scale = invstd·γ and shift = β − mean·scale
  * (the bits bn_forward applies): for cuDNN's fused prologue, which computes
  * x·scale + shift itself. */

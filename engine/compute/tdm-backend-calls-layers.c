@@ -60,6 +60,22 @@ tdm_backend_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_c
 }
 
 void
+tdm_backend_bn_moments_stats(TdmBackend *b, float *saved, float *slots, const void *x,
+                             TdmDtype x_type, int rows, int channels, float eps, float momentum,
+                             float *running_mean, float *running_var)
+{
+  if (b->ops->bn_moments_stats == NULL) {
+    tdm_backend_bn_moments(b, slots, x, x_type, rows, channels, 0, 1);
+    tdm_backend_bn_stats(b, saved, slots, 1, channels, eps, momentum, running_mean,
+                         running_var);
+    return;
+  }
+  if (tdm_backend_enter(b) && bn_input_ok(b, "bn_moments_stats", x_type, rows, channels))
+    b->ops->bn_moments_stats(b, saved, slots, x, x_type, rows, channels, eps, momentum,
+                             running_mean, running_var);
+}
+
+void
 tdm_backend_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type,
                        const float *mean, const float *invstd, const float *gamma,
                        const float *beta, int rows, int channels, bool relu)

@@ -100,6 +100,10 @@ struct _TdmBackendOps {
   void (*bn_stats) (TdmBackend *b, float *saved, const float *slots, int slot_count,
                     int channels, float eps, float momentum, float *running_mean,
                     float *running_var);
+  /* Optional: without it the front door runs bn_moments (slot 0 of 1), then bn_stats. */
+  void (*bn_moments_stats) (TdmBackend *b, float *saved, float *slots, const void *x,
+                            TdmDtype x_type, int rows, int channels, float eps, float momentum,
+                            float *running_mean, float *running_var);
   void (*bn_forward) (TdmBackend *b, float *y, const void *x, TdmDtype x_type, const float *mean,
                       const float *invstd, const float *gamma, const float *beta, int rows,
                       int channels, bool relu);

@@ -509,6 +509,13 @@ void tdm_backend_bn_moments (TdmBackend *b, float *slots, const void *x, TdmDtyp
 void tdm_backend_bn_stats (TdmBackend *b, float *saved, const float *slots, int slot_count,
                            int channels, float eps, float momentum, float *running_mean,
                            float *running_var);
+/* bn_moments into one slot (slot 0 of 1, no all-reduce: a bn not synchronized over
+ * replicas), then bn_stats of it: the same bits in saved, the slot and the running
+ * averages, where a backend can in one pass (the CUDA backend's moments compute the
+ * statistics as they finish). */
+void tdm_backend_bn_moments_stats (TdmBackend *b, float *saved, float *slots, const void *x,
+                                   TdmDtype x_type, int rows, int channels, float eps,
+                                   float momentum, float *running_mean, float *running_var);
 /* y[r, c] = (x[r, c] − mean[c]) · invstd[c] · gamma[c] + beta[c], then max(y, 0)
  * when relu. y != x (backward reads x). */
 void tdm_backend_bn_forward (TdmBackend *b, float *y, const void *x, TdmDtype x_type,

@@ -44,7 +44,8 @@ tdm_replica_bn_reduce(TdmReplica *r, float *buffer, size_t count)
  * the layer's bn_work. With y16, y is stored there as bf16 instead (block_output_bf16():
  * the stem's output; in evaluation mode, a frozen bn's, or the inference pass's where
  * the next layer reads bf16, infer_output_bf16()). The statistics: one pass into this replica's slot, one all-reduce of
- * every replica's slots when synchronized, merged in slot order (tdm-bn-moments.h).
+ * every replica's slots when synchronized, merged in slot order (tdm-bn-moments.h);
+ * not synchronized, the one slot's pass computes them too (bn_moments_stats).
  * statistics_only: y is left unwritten (bn_output_left_to_next()). */
 void
 tdm_replica_bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16,
@@ -65,15 +66,19 @@ tdm_replica_bn_forward(TdmReplica *r, TdmPassMode mode, float *y, uint16_t *y16,
     return;
   }
   float *saved = work + 2 * c;
-  gboolean sync = r->bn_reduce != NULL;
-  float *slots = sync ? r->bn_slots : work + 4 * c;
-  int slot_count = sync ? r->bn_slot_count : 1;
-  tdm_backend_bn_moments(b, slots, x, x_type, rows, c, sync ? r->bn_slot : 0, slot_count);
-  if (!tdm_replica_bn_reduce(r, slots, TDM_BN_SLOT_FLOATS(c) * slot_count))
-    return;
-  tdm_backend_bn_stats(b, saved, slots, slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
-                       mode == MODE_TRAIN ? running : NULL,
-                       mode == MODE_TRAIN ? running + c : NULL);
+  float *running_mean = mode == MODE_TRAIN ? running : NULL;
+  float *running_var = mode == MODE_TRAIN ? running + c : NULL;
+  if (r->bn_reduce == NULL) {
+    tdm_backend_bn_moments_stats(b, saved, work + 4 * c, x, x_type, rows, c, TDM_BN_EPS,
+                                 TDM_BN_MOMENTUM, running_mean, running_var);
+  } else {
+    float *slots = r->bn_slots;
+    tdm_backend_bn_moments(b, slots, x, x_type, rows, c, r->bn_slot, r->bn_slot_count);
+    if (!tdm_replica_bn_reduce(r, slots, TDM_BN_SLOT_FLOATS(c) * r->bn_slot_count))
+      return;
+    tdm_backend_bn_stats(b, saved, slots, r->bn_slot_count, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
+                         running_mean, running_var);
+  }
   if (statistics_only)
     return;
   if (y16 != NULL)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-bn-moments.h — batch normalization's statistics in one pass, and the rule that
- * combines them over replicas: plain C for the CPU backend and the CUDA kernels alike
- * (host and device), so both compute the same numbers the same way. No GLib, no
- * reading of tensors: the backends' loops feed these functions. Shifted sums and Chan's
+/* tdm-bn-moments.h — batch normalization's statistics in one pass, the rule that
+ * combines them over replicas, and what bn_stats makes of the merged ones: plain C for
+ * the CPU backend and the CUDA kernels alike (host and device), so both compute the
+ * same numbers the same way. No GLib, no reading of tensors: the backends' loops feed
+ * these functions. Shifted sums and Chan's
  * pairwise merge, so no cancellation whatever the mean and the same bits on every
  * replica (docs/ARCHITECTURE.md, "Batch-norm statistics across replicas").
  *
@@ -11,6 +12,8 @@
  * below 2²⁴, exact in float).
  */
 #pragma once
+
+#include <math.h>
 
 #ifdef __CUDACC__
 #define TDM_BNM_FN static __host__ __device__ __forceinline__
@@ -55,8 +58,26 @@ tdm_bnm_count(const float *slot, int channels)
   return (double)slot[3 * channels] * TDM_BN_COUNT_SPLIT + (double)slot[3 * channels + 1];
 }
 
-/* Channel ch over slot_count slots merged in slot order; empty slots (a replica with
- * no samples this step) count for nothing. *n is 0 when every slot is empty. */
+/* One slot's channel ch, of count rows, merged into the running (*n, *mean, *m2): a
+ * step of tdm_bnm_merge. An empty slot (a replica with no samples this step) counts
+ * for nothing. */
+TDM_BNM_FN void
+tdm_bnm_merge_slot(const float *slot, double count, int channels, int ch, double *n,
+                   double *mean, double *m2)
+{
+  if (count <= 0.0)
+    return;
+  double mb = (double)slot[ch] + (double)slot[channels + ch];
+  double qb = (double)slot[2 * channels + ch];
+  double sum = *n + count;
+  double delta = mb - *mean;
+  *mean += delta * (count / sum);
+  *m2 += qb + delta * delta * (*n * count / sum);
+  *n = sum;
+}
+
+/* Channel ch over slot_count slots merged in slot order. *n is 0 when every slot is
+ * empty. */
 TDM_BNM_FN void
 tdm_bnm_merge(const float *slots, int slot_count, int channels, int ch, double *n,
               double *mean, double *m2)
@@ -64,18 +85,27 @@ tdm_bnm_merge(const float *slots, int slot_count, int channels, int ch, double *
   double na = 0.0, ma = 0.0, qa = 0.0;
   for (int s = 0; s < slot_count; s++) {
     const float *slot = slots + (size_t)s * TDM_BN_SLOT_FLOATS(channels);
-    double nb = tdm_bnm_count(slot, channels);
-    if (nb <= 0.0)
-      continue;
-    double mb = (double)slot[ch] + (double)slot[channels + ch];
-    double qb = (double)slot[2 * channels + ch];
-    double sum = na + nb;
-    double delta = mb - ma;
-    ma += delta * (nb / sum);
-    qa += qb + delta * delta * (na * nb / sum);
-    na = sum;
+    tdm_bnm_merge_slot(slot, tdm_bnm_count(slot, channels), channels, ch, &na, &ma, &qa);
   }
   *n = na;
   *mean = ma;
   *m2 = qa;
+}
+
+/* bn_stats for channel ch from its merged count, mean and M2 (tdm-backend.h says the
+ * rule): saved = [mean[C], invstd[C]] and, where running_mean is not NULL, the running
+ * averages. */
+TDM_BNM_FN void
+tdm_bnm_stats(float *saved, int channels, int ch, double count, double mean_d, double m2,
+              float eps, float momentum, float *running_mean, float *running_var)
+{
+  float mean = (float)mean_d;
+  float var = count > 0 ? (float)(m2 / count) : 0.0f;
+  saved[ch] = mean;
+  saved[channels + ch] = 1.0f / sqrtf(var + eps);
+  if (running_mean != NULL) {
+    float unbiased = count > 1 ? (float)(m2 / (count - 1)) : var;
+    running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
+    running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
+  }
 }

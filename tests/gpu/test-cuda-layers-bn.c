@@ -9,7 +9,9 @@
  * since exact mode and synchronized replicas need the same bits every time. And the
  * elementwise passes through misaligned pointers (their scalar accesses), and walked
  * downwards (tdm-kernels.h's `descending`, TANDEM_DESCENDING) with the bits of the upward
- * walk. Registered by test-cuda-layers.c.
+ * walk. And a bn's statistics in the moments' launch (bn_moments_stats, no second
+ * launch): the bits of bn_moments then bn_stats on the GPU, in saved, the slot and the
+ * running averages, and the CPU's values. Registered by test-cuda-layers.c.
  */
 #include "tdm-build-config.h"
 
@@ -20,6 +22,7 @@
 #include "tdm-backend-cuda.h"
 #include "tdm-bn-moments.h"
 #include "tdm-kernels.h"
+#include "tdm-network.h" /* TDM_BN_EPS, TDM_BN_MOMENTUM */
 
 /* Device bytes read back. */
 static void *
@@ -140,6 +143,85 @@ sums_case(int rows, int c, bool bf16, bool relu)
                  sums[0], sums[1], sums[2]};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
     release(all[i]);
+}
+
+/* bn_moments_stats of rows × c values (float32 or bf16; running averages or none)
+ * against the two launches it stands for, bit for bit, twice (the arrival counters
+ * left at zero), and against the CPU's two calls. */
+static void
+moments_stats_case(int rows, int c, bool bf16, bool running)
+{
+  size_t n = (size_t)rows * c, slot = TDM_BN_SLOT_FLOATS(c);
+  g_autofree float *x = random_floats(MAX(n, 1), -1, 1);
+  g_autofree uint16_t *x16 = g_new0(uint16_t, MAX(n, 1));
+  for (size_t i = 0; i < n; i++)
+    x[i] = bf16_value(x16[i] = bf16_bits(x[i] * (1.0f + (float)(i % c) * 0.01f) + 3.0f));
+  const void *hx = bf16 ? (const void *)x16 : x;
+  TdmDtype type = bf16 ? TDM_DTYPE_BF16 : TDM_DTYPE_F32;
+  g_autofree float *start = random_floats(2 * (size_t)c, 0.5, 2);
+  g_autofree char *tag = g_strdup_printf("%d×%d %s%s", rows, c, bf16 ? "bf16" : "float32",
+                                         running ? "" : ", no running averages");
+
+  /* The CPU's: its two calls (no bn_moments_stats of its own). */
+  g_autofree float *slot_ref = g_new(float, slot), *saved_ref = g_new(float, 2 * (size_t)c);
+  g_autofree float *run_ref = g_memdup2(start, 2 * (size_t)c * 4);
+  tdm_backend_bn_moments_stats(cpu, saved_ref, slot_ref, hx, type, rows, c, TDM_BN_EPS,
+                               TDM_BN_MOMENTUM, running ? run_ref : NULL,
+                               running ? run_ref + c : NULL);
+  assert_ok(cpu);
+
+  void *dx = on(hx, MAX(n, 1) * (bf16 ? 2 : 4));
+  float *slots[3], *saved[3], *run[3];
+  for (int k = 0; k < 3; k++) {
+    slots[k] = poisoned(slot);
+    saved[k] = poisoned(2 * (size_t)c);
+    run[k] = on(start, 2 * (size_t)c * 4);
+  }
+  /* 0: the two launches; 1, 2: the one, twice. */
+  tdm_backend_bn_moments(gpu, slots[0], dx, type, rows, c, 0, 1);
+  tdm_backend_bn_stats(gpu, saved[0], slots[0], 1, c, TDM_BN_EPS, TDM_BN_MOMENTUM,
+                       running ? run[0] : NULL, running ? run[0] + c : NULL);
+  for (int k = 1; k < 3; k++)
+    tdm_backend_bn_moments_stats(gpu, saved[k], slots[k], dx, type, rows, c, TDM_BN_EPS,
+                                 TDM_BN_MOMENTUM, running ? run[k] : NULL,
+                                 running ? run[k] + c : NULL);
+  assert_ok(gpu);
+  for (int k = 1; k < 3; k++) {
+    g_autofree char *what = g_strdup_printf("bn_moments_stats %s%s against two launches",
+                                            tag, k == 2 ? ", repeated" : "");
+    expect_same(what, slots[0], slots[k], slot * 4);
+    expect_same(what, saved[0], saved[k], 2 * (size_t)c * 4);
+    expect_same(what, run[0], run[k], 2 * (size_t)c * 4);
+  }
+  /* The slot's mean (its high parts), M2 and count. */
+  g_autofree char *w1 = g_strdup_printf("bn_moments_stats slot %s", tag);
+  check_close(w1, slots[1], slot_ref, c, TOL);
+  check_close(w1, slots[1] + 2 * c, slot_ref + 2 * c, c + 2, TOL);
+  g_autofree char *w2 = g_strdup_printf("bn_moments_stats saved %s", tag);
+  check_close(w2, saved[1], saved_ref, 2 * (size_t)c, TOL);
+  g_autofree char *w3 = g_strdup_printf("bn_moments_stats running averages %s", tag);
+  check_close(w3, run[1], run_ref, 2 * (size_t)c, TOL);
+  release(dx);
+  for (int k = 0; k < 3; k++) {
+    release(slots[k]);
+    release(saved[k]);
+    release(run[k]);
+  }
+}
+
+static void
+test_bn_moments_stats(void)
+{
+  if (!have_gpu())
+    return;
+  static const int rows[] = {1, 7, 1000, 65536 + 37}, channels[] = {1, 3, 17, 64, 100, 512};
+  for (int bf16 = 0; bf16 < 2; bf16++)
+    for (guint i = 0; i < G_N_ELEMENTS(rows); i++)
+      for (guint j = 0; j < G_N_ELEMENTS(channels); j++)
+        moments_stats_case(rows[i], channels[j], bf16, true);
+  moments_stats_case(300, 1000, false, true); /* four tiles, the last one partly used */
+  moments_stats_case(1000, 64, true, false);
+  moments_stats_case(0, 3, false, true); /* no rows: the empty slot, then bn_stats's launch */
 }
 
 /* The elementwise passes (the training forward, with an addend and as bf16, the
@@ -426,6 +508,7 @@ void
 test_cuda_layers_add_bn(void)
 {
   g_test_add_func("/cuda-layers/bn-sums", test_bn_sums);
+  g_test_add_func("/cuda-layers/bn-moments-stats", test_bn_moments_stats);
   g_test_add_func("/cuda-layers/bn-passes", test_bn_passes);
   g_test_add_func("/cuda-layers/bn-descending", test_bn_descending);
 }

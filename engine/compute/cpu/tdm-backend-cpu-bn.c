@@ -117,17 +117,10 @@ tdm_cpu_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count
                  float eps, float momentum, float *running_mean, float *running_var)
 {
   for (int ch = 0; ch < channels; ch++) {
-    double count, mean_d, m2;
-    tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean_d, &m2);
-    const float mean = (float)mean_d;
-    const float var = count > 0 ? (float)(m2 / count) : 0.0f;
-    saved[ch] = mean;
-    saved[channels + ch] = 1.0f / sqrtf(var + eps);
-    if (running_mean != NULL) {
-      const float unbiased = count > 1 ? (float)(m2 / (count - 1)) : var;
-      running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean;
-      running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * unbiased;
-    }
+    double count, mean, m2;
+    tdm_bnm_merge(slots, slot_count, channels, ch, &count, &mean, &m2);
+    tdm_bnm_stats(saved, channels, ch, count, mean, m2, eps, momentum, running_mean,
+                  running_var);
   }
 }
 

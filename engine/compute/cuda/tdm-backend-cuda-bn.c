@@ -63,6 +63,20 @@ tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_coun
 }
 
 void
+tdm_cuda_bn_moments_stats(TdmBackend *b, float *saved, float *slots, const void *x,
+                          TdmDtype x_type, int rows, int channels, float eps, float momentum,
+                          float *running_mean, float *running_var)
+{
+  SumScratch t;
+  if (!sums_begin(b, "bn_moments_stats", channels, &t))
+    return;
+  TDM_CUDA_OK(b, tdm_k_bn_moments_stats(saved, slots, x, x_type == TDM_DTYPE_BF16, rows,
+                                        channels, eps, momentum, running_mean, running_var,
+                                        t.partials, t.count, t.counters, t.counter_count,
+                                        STREAM(b)));
+}
+
+void
 tdm_cuda_bn_forward(TdmBackend *b, float *y, const void *x, TdmDtype x_type, const float *mean,
                     const float *invstd, const float *gamma, const float *beta, int rows,
                     int channels, bool relu)

@@ -215,6 +215,9 @@ void tdm_cuda_bn_moments(TdmBackend *b, float *slots, const void *x, TdmDtype x_
 void tdm_cuda_bn_stats(TdmBackend *b, float *saved, const float *slots, int slot_count,
                        int channels, float eps, float momentum, float *running_mean,
                        float *running_var);
+void tdm_cuda_bn_moments_stats(TdmBackend *b, float *saved, float *slots, const void *x,
+                               TdmDtype x_type, int rows, int channels, float eps,
+                               float momentum, float *running_mean, float *running_var);
 void tdm_cuda_bn_forward_bf16(TdmBackend *b, uint16_t *y, const void *x, TdmDtype x_type,
                               const float *mean, const float *invstd, const float *gamma,
                               const float *beta, const void *a, TdmDtype a_type, int rows,

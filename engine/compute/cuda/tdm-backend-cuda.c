@@ -447,6 +447,7 @@ static const TdmBackendOps tdm_backend_cuda_ops = {
     .gather_photo = tdm_cuda_gather_photo,
     .bn_moments = tdm_cuda_bn_moments,
     .bn_stats = tdm_cuda_bn_stats,
+    .bn_moments_stats = tdm_cuda_bn_moments_stats,
     .bn_forward = tdm_cuda_bn_forward,
     .bn_forward_add = tdm_cuda_bn_forward_add,
     .bn_forward_eval = tdm_cuda_bn_forward_eval,
