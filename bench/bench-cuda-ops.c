@@ -217,6 +217,15 @@ bn_stats_op(gpointer d)
   tdm_backend_bn_stats(gpu, s->sums, s->slots, 1, s->c, 1e-5f, 0.1f, BN_P(s, 4), BN_P(s, 5));
 }
 
+/* The two above in one launch (a bn not synchronized over replicas). */
+static void
+bn_moments_stats_op(gpointer d)
+{
+  BnBench *s = d;
+  tdm_backend_bn_moments_stats(gpu, s->sums, s->slots, s->x16, TDM_DTYPE_BF16, s->rows, s->c,
+                               1e-5f, 0.1f, BN_P(s, 4), BN_P(s, 5));
+}
+
 static void
 bn_forward_op(gpointer d)
 {
@@ -391,6 +400,7 @@ run_bn_bench(void)
     } ops[] = {
       {"bn_moments", bn_moments_op, mb},
       {"bn_stats", bn_stats_op, 0.0},
+      {"bn_moments_stats", bn_moments_stats_op, mb},
       {"bn_forward_bf16 relu", bn_forward_op, 2 * mb},
       {"bn_forward_bf16 + skip, relu, mask", bn_end_op, 3 * mb + bits},
       {"bn_backward_sums relu", bn_sums_op, 2 * mb},

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* bn-sums.cu — batch normalization's per-channel sums on NHWC activations, its only
  * reductions: the statistics' shifted sums (bn_moments: one read of x, finished into
- * this replica's slot by tdm-bn-moments.h's rule, the CPU's), the backward's Σdy·xhat
+ * this replica's slot by tdm-bn-moments.h's rule, the CPU's; with one slot, the
+ * statistics from it in the same finish, bn_moments_stats), the backward's Σdy·xhat
  * and Σdy (bn_backward_sums, with the fused ReLU's mask recomputed from x), and a
  * block's start in backward that writes the bn's gradient and makes its sums in the
  * same pass (add_relu_backward_bn_sums_bf16), a projection's compact share added as it
@@ -12,8 +13,8 @@
  * order): no float atomics, so the same inputs give the same bits, and the precision
  * matches the CPU reference, which also sums in double. x (and dy) are read as float32
  * or as bfloat16 (X = uint16_t: a conv's output a bf16 run stores so), widened exactly
- * as they load. Not here: the statistics' merge and the forward (bn-forward.cu), the
- * input gradient (bn-backward.cu), and the all-reduce of synchronized BN, which the
+ * as they load. Not here: the merge of several slots and the forward (bn-forward.cu),
+ * the input gradient (bn-backward.cu), and the all-reduce of synchronized BN, which the
  * engine does between these launches.
  */
 #include "tdm-kernels.h"
