@@ -3,9 +3,9 @@
  * combines them over replicas, and what bn_stats makes of the merged ones: plain C for
  * the CPU backend and the CUDA kernels alike (host and device), so both compute the
  * same numbers the same way. No GLib, no reading of tensors: the backends' loops feed
- * these functions. Shifted sums and Chan's
- * pairwise merge, so no cancellation whatever the mean and the same bits on every
- * replica (docs/ARCHITECTURE.md, "Batch-norm statistics across replicas").
+ * these functions. Shifted sums and Chan's pairwise merge, so no cancellation whatever
+ * the mean and the same bits on every replica (docs/ARCHITECTURE.md, "Batch-norm
+ * statistics across replicas").
  *
  * A slot for C channels is TDM_BN_SLOT_FLOATS(C) floats: mean_hi[C], mean_lo[C],
  * m2[C], count_hi, count_lo (count = count_hi · 2²⁴ + count_lo, each part an integer
