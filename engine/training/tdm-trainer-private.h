@@ -44,6 +44,7 @@ typedef struct {
   int timed_steps;
   TdmDevicePhases phases;       /* the last sampled step's phases */
   double forward_end;           /* seconds, set by the forward_done hook */
+  TdmTrainer *trainer;          /* the hook's: whose span clock it reads */
   /* Every training step's: the operations issued from the host and those run from a
    * graph, and the host's seconds issuing steps that it did not wait for. */
   guint64 steps, host_ops, graph_ops;
@@ -80,6 +81,8 @@ struct _TdmTrainer {
   char *resume_path;
   TdmClockFunc clock;
   gpointer clock_data;
+  TdmClockFunc span_clock;
+  gpointer span_clock_data;
 
   GMutex pause_lock;
   GCond pause_cond;
@@ -193,11 +196,20 @@ gboolean tdm_trainer_restore_checkpoint (TdmTrainer *t, const char *path, GError
  * the run's (loaded already). */
 gboolean tdm_trainer_check_resume_dataset (TdmTrainer *t, const char *path, GError **error);
 
-/* The monotonic clock in seconds: the origin and spans of sampled steps' phases. */
+/* The monotonic clock in seconds: set-up's progress and the pre-warm. */
 static inline double
 tdm_trainer_now_seconds (void)
 {
   return g_get_monotonic_time () / 1e6;
+}
+
+/* The span clock (tdm_trainer_set_span_clock) in seconds: sampled steps' phases,
+ * their origin, and the host's share of a step. */
+static inline double
+tdm_trainer_span_seconds (TdmTrainer *t)
+{
+  return (t->span_clock != NULL ? t->span_clock (t->span_clock_data)
+                                : g_get_monotonic_time ()) / 1e6;
 }
 
 /* The trainer's clock (tdm_trainer_set_clock), in µs: what its decisions by time

@@ -15,6 +15,14 @@ tdm_trainer_set_clock(TdmTrainer *t, TdmClockFunc clock, gpointer user_data)
 }
 
 void
+tdm_trainer_set_span_clock(TdmTrainer *t, TdmClockFunc clock, gpointer user_data)
+{
+  g_return_if_fail(t != NULL);
+  t->span_clock = clock;
+  t->span_clock_data = user_data;
+}
+
+void
 tdm_trainer_set_resume_path(TdmTrainer *t, const char *path)
 {
   g_free(t->resume_path);

@@ -527,6 +527,8 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
     t->comm = tdm_communicator_new(t->backends, t->replicas, error);
   if (t->comm == NULL)
     return FALSE;
+  t->comm->clock = t->span_clock;
+  t->comm->clock_data = t->span_clock_data;
   if (tdm_trainer_sync_bn(t))
     for (int r = 0; r < t->replicas; r++)
       if (!tdm_replica_sync_bn(t->reps[r], tdm_trainer_on_bn_reduce, t, t->rank0 + r, t->world, error))
@@ -626,7 +628,7 @@ prewarm_job(TdmTrainer *t, JobKind kind, const int32_t *indices, int count, gboo
             GError **error)
 {
   t->job = (Job){.kind = kind, .indices = indices, .count = count, .epoch = 0,
-                 .lr = t->config->lr, .timed = timed, .origin = tdm_trainer_now_seconds()};
+                 .lr = t->config->lr, .timed = timed, .origin = tdm_trainer_span_seconds(t)};
   t->main_updated = FALSE;
   return tdm_trainer_run_all(t, error);
 }

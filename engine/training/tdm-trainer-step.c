@@ -39,7 +39,7 @@ on_forward_done(TdmReplica *rep, gpointer data)
 {
   Timing *tm = data;
   tdm_backend_synchronize(rep->backend);
-  tm->forward_end = tdm_trainer_now_seconds();
+  tm->forward_end = tdm_trainer_span_seconds(tm->trainer);
 }
 
 static gboolean
@@ -48,10 +48,10 @@ communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), 
 {
   TdmBackend *b = t->backends[r];
   GError *error = NULL;
-  double t0 = timed ? tdm_trainer_now_seconds() : 0;
+  double t0 = timed ? tdm_trainer_span_seconds(t) : 0;
   if (!tdm_barrier_wait(&t->pre_comm))
     return FALSE;
-  double t1 = timed ? tdm_trainer_now_seconds() : 0;
+  double t1 = timed ? tdm_trainer_span_seconds(t) : 0;
   if (!op(t, r, &error) || !t->comm->ops->wait(t->comm, r, &error)) {
     if (error != NULL)
       tdm_trainer_fail_worker(t, error);
@@ -59,7 +59,7 @@ communicate(TdmTrainer *t, int r, gboolean (*op)(TdmTrainer *, int, GError **), 
   }
   if (timed) {
     tdm_backend_synchronize(b);
-    double t2 = tdm_trainer_now_seconds();
+    double t2 = tdm_trainer_span_seconds(t);
     tm->wait += t1 - t0;
     tm->comm += t2 - t1;
     if (t->job.timed) {
@@ -140,7 +140,7 @@ flush_bucket(Buckets *bk)
    * when the host queued it. The step is timed anyway; one wait more. */
   if (t->job.timed && t->options.step_detail && bk->first_launch == 0) {
     tdm_backend_synchronize(t->backends[bk->replica]);
-    bk->first_launch = tdm_trainer_now_seconds();
+    bk->first_launch = tdm_trainer_span_seconds(t);
   }
   /* With --accumulate this is the last micro-batch: the earlier ones' gradients join
    * the range as it leaves. */
@@ -233,7 +233,7 @@ train_micro_batches(TdmTrainer *t, int r, Timing *tm, gboolean detail, double st
     if (bk != NULL)
       bk->add_accumulated = last && first > 0;
     if (detail && first > 0) {
-      begun = tdm_trainer_now_seconds();
+      begun = tdm_trainer_span_seconds(t);
       tm->forward_end = begun;
     }
     if (size > 0) {
@@ -250,7 +250,7 @@ train_micro_batches(TdmTrainer *t, int r, Timing *tm, gboolean detail, double st
     double backward_end = 0;
     if (shown) {
       tdm_backend_synchronize(b);
-      backward_end = tdm_trainer_now_seconds();
+      backward_end = tdm_trainer_span_seconds(t);
     }
     if (first == 0)
       tdm_backend_copy(b, t->grad_acc[r], rep->grads, p * sizeof(float));
@@ -258,7 +258,7 @@ train_micro_batches(TdmTrainer *t, int r, Timing *tm, gboolean detail, double st
       tdm_backend_add(b, t->grad_acc[r], rep->grads, p);
     if (shown) {
       tdm_backend_synchronize(b);
-      double added = tdm_trainer_now_seconds();
+      double added = tdm_trainer_span_seconds(t);
       mark_phase(t, tm, TDM_PHASE_FORWARD, begun, tm->forward_end);
       mark_phase(t, tm, TDM_PHASE_BACKWARD, tm->forward_end, backward_end);
       mark_phase(t, tm, TDM_PHASE_ACCUMULATE, backward_end, added);
@@ -309,7 +309,7 @@ job_train(TdmTrainer *t, int r)
   const Job *job = &t->job;
   gboolean timed = job->timed || b->kind == TDM_BACKEND_CPU;
   gboolean is_main = r == t->main_local;
-  double start = timed ? tdm_trainer_now_seconds() : 0;
+  double start = timed ? tdm_trainer_span_seconds(t) : 0;
   /* Sampled steps also record their phases: forward and backward apart (the hook
    * takes the step off its graph), each collective and each wait. */
   gboolean detail = job->timed && t->options.step_detail;
@@ -320,6 +320,7 @@ job_train(TdmTrainer *t, int r)
     if (t->buckets != NULL)
       tdm_communicator_take_in_flight(t->comm, r);         /* likewise */
     tm->forward_end = start;
+    tm->trainer = t;
     rep->forward_done = on_forward_done;
     rep->forward_done_data = tm;
   }
@@ -336,7 +337,7 @@ job_train(TdmTrainer *t, int r)
   guint64 ops_before = b->operations;
   rep->step_graph_ops = 0;
   rep->step_captured_ops = 0;
-  double issue_start = tdm_trainer_now_seconds();
+  double issue_start = tdm_trainer_span_seconds(t);
   gboolean tail = update_in_graph(t, r, detail);
   tm->tail_ran = FALSE;
   if (tail) {
@@ -368,7 +369,7 @@ job_train(TdmTrainer *t, int r)
     flush_bucket(bk);
   if (timed) {
     tdm_backend_synchronize(b);
-    double end = tdm_trainer_now_seconds();
+    double end = tdm_trainer_span_seconds(t);
     tm->compute += end - start;
     if (detail) {
       rep->forward_done = NULL;
@@ -392,13 +393,13 @@ job_train(TdmTrainer *t, int r)
   if (bk != NULL) {
     /* The buckets are on their way: only wait for them to land. */
     GError *error = NULL;
-    double t1 = timed ? tdm_trainer_now_seconds() : 0;
+    double t1 = timed ? tdm_trainer_span_seconds(t) : 0;
     ok = !bk->failed && t->comm->ops->wait(t->comm, r, &error);
     if (error != NULL)
       tdm_trainer_fail_worker(t, error);
     if (timed) {
       tdm_backend_synchronize(b);
-      double t2 = tdm_trainer_now_seconds();
+      double t2 = tdm_trainer_span_seconds(t);
       tm->comm += t2 - t1;
       if (job->timed)
         mark_phase(t, tm, TDM_PHASE_ALLREDUCE, t1, t2);
@@ -419,7 +420,7 @@ job_train(TdmTrainer *t, int r)
   if (!ok)
     return;
 
-  double update_start = timed ? tdm_trainer_now_seconds() : 0;
+  double update_start = timed ? tdm_trainer_span_seconds(t) : 0;
   /* Clipped where the update runs, after the combination: the norm of the gradient
    * every replica (or the main one) holds now is the norm over all of them. */
   if (!tail && t->opts[r] != NULL && t->clip_work != NULL)
@@ -434,7 +435,7 @@ job_train(TdmTrainer *t, int r)
   }
   if (timed) {
     tdm_backend_synchronize(b);
-    double end = tdm_trainer_now_seconds();
+    double end = tdm_trainer_span_seconds(t);
     tm->compute += end - update_start;
     if (job->timed && t->opts[r] != NULL)
       mark_phase(t, tm, TDM_PHASE_UPDATE, update_start, end);
@@ -448,11 +449,11 @@ job_train(TdmTrainer *t, int r)
   tm->graph_ops += (guint64)rep->step_graph_ops;
   tm->host_ops += b->operations - ops_before - (guint64)rep->step_captured_ops;
   if (!timed) {
-    tm->issue += tdm_trainer_now_seconds() - issue_start;
+    tm->issue += tdm_trainer_span_seconds(t) - issue_start;
     tm->issued_steps++;
   }
   if (timed) {
-    tm->wall += tdm_trainer_now_seconds() - start;
+    tm->wall += tdm_trainer_span_seconds(t) - start;
     tm->timed_steps++;
   }
 }

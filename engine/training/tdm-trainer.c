@@ -563,7 +563,7 @@ train_loop(TdmTrainer *t, RunStats *st, gboolean *stopped, double *final_loss,
     double momentum = tdm_config_momentum_at(cfg, epoch_float);
     t->job.momentum = isfinite(momentum) ? momentum : 0;
     t->job.timed = st->next_timed;
-    t->job.origin = tdm_trainer_now_seconds();
+    t->job.origin = tdm_trainer_span_seconds(t);
     t->main_updated = FALSE;
     st->next_timed = FALSE;
     if (!tdm_trainer_run_all(t, error) || tdm_trainer_aborted(t)) {

@@ -59,6 +59,12 @@ gboolean tdm_trainer_run (TdmTrainer *trainer, GCancellable *cancellable, GError
  * the throttle can be tested by counting events instead of timing them. */
 typedef gint64 (*TdmClockFunc) (gpointer user_data);
 void tdm_trainer_set_clock (TdmTrainer *trainer, TdmClockFunc clock, gpointer user_data);
+/* The clock that times the phases of sampled steps and the host's share of a step
+ * (monotonic microseconds, read from every replica's thread, so thread-safe);
+ * g_get_monotonic_time() unless a test sets one that ticks on each reading, so what a
+ * step records can be checked without a span having to last a microsecond. */
+void tdm_trainer_set_span_clock (TdmTrainer *trainer, TdmClockFunc clock,
+                                 gpointer user_data);
 
 /* Thread-safe. While paused, run() waits between steps (and a stop still works). */
 void tdm_trainer_set_paused (TdmTrainer *trainer, gboolean paused);
