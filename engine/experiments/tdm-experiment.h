@@ -186,6 +186,11 @@ void tdm_experiment_set_lr_point_sink (TdmExperiment *experiment, TdmLrFindFunc 
  * by the clock; TdmTrainerOptions.summary_steps), for trainings kept in a history. */
 void tdm_experiment_set_summary_steps (TdmExperiment *experiment, int steps);
 
+/* The span clock of tdm_experiment_run's trainers (tdm_trainer_set_span_clock):
+ * NULL, the default, for the monotonic one. */
+void tdm_experiment_set_span_clock (TdmExperiment *experiment, TdmClockFunc clock,
+                                    gpointer user_data);
+
 /* Runs the whole experiment on the calling thread: each training by a TdmTrainer,
  * its events to tdm_experiment_observe and then to `sink` (may be NULL), its outcome
  * to tdm_experiment_reduce. FALSE with the error when a training or a reduction

@@ -7,6 +7,7 @@
 #include "synthetic-idx.h"
 #include "tdm-error.h"
 #include "tdm-experiment.h"
+#include "ticking-clock.h"
 
 #include <math.h>
 #include <string.h>
@@ -126,8 +127,11 @@ test_strategies_run(void)
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmExperiment) e = tdm_experiment_new_strategies(cfg, 30, &error);
   Seen seen = {0};
-  /* A step summary every 10 steps: each run samples its steps whatever the clock. */
+  /* A step summary every 10 steps: each run samples its steps whatever the clock,
+   * and times them on one that ticks at each reading. */
   tdm_experiment_set_summary_steps(e, 10);
+  gint ticks = 0;
+  tdm_experiment_set_span_clock(e, test_ticking_clock, &ticks);
   g_assert_true(tdm_experiment_run(e, count_events, &seen, NULL, &error));
   g_assert_no_error(error);
   g_assert_cmpint(seen.started, ==, 2);

@@ -12,6 +12,7 @@
 #include "tdm-history.h"
 #include "tdm-trainer.h"
 #include "test-history.h"
+#include "ticking-clock.h"
 
 #include <glib/gstdio.h>
 #include <math.h>
@@ -38,14 +39,6 @@ config(const char *devices, long steps)
   return cfg;
 }
 
-/* A span clock one microsecond further on at each reading, from any thread: every
- * phase a step records lasts at least that long, however fast the machine. */
-static gint64
-ticking_clock(gpointer data)
-{
-  return g_atomic_int_add((gint *)data, 1) + 1;
-}
-
 /* Trains `cfg` recording into `history`; returns the run's id. */
 char *
 record_run(TdmHistory *history, const TdmConfig *cfg, const char *name)
@@ -56,7 +49,7 @@ record_run(TdmHistory *history, const TdmConfig *cfg, const char *name)
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, tdm_run_recorder_add, rec);
   tdm_trainer_options(trainer)->summary_steps = 5;
   gint ticks = 0;
-  tdm_trainer_set_span_clock(trainer, ticking_clock, &ticks);
+  tdm_trainer_set_span_clock(trainer, test_ticking_clock, &ticks);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
   g_assert_true(tdm_run_recorder_finish(rec, &error));

@@ -9,6 +9,7 @@
 #include "tdm-error.h"
 #include "tdm-communicator.h"
 #include "tdm-trainer.h"
+#include "ticking-clock.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
@@ -171,22 +172,13 @@ test_phases_allreduce(void)
   detail_clear(&d);
 }
 
-/* A span clock one microsecond further on at each reading, from any thread: the
- * phases and the time buckets were under way last at least that long, however fast
- * the machine. */
-static gint64
-ticking_clock(gpointer data)
-{
-  return g_atomic_int_add((gint *)data, 1) + 1;
-}
-
 static float *
 run_parameters(const TdmConfig *cfg, Detail *d, size_t *count)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, record, d);
   gint ticks = 0;
-  tdm_trainer_set_span_clock(trainer, ticking_clock, &ticks);
+  tdm_trainer_set_span_clock(trainer, test_ticking_clock, &ticks);
   g_assert_true(tdm_trainer_run(trainer, NULL, &error));
   g_assert_no_error(error);
   const float *params = tdm_trainer_get_parameters(trainer, count);
