@@ -110,7 +110,7 @@ collective(TdmCommunicator *c, Meeting *m, Collective kind, int replica, float *
 static void
 lane_went_idle(Lane *lane)
 {
-  lane->busy_us += tdm_communicator_now_us(&lane->owner->base) - lane->busy_since;
+  lane->busy_us += tdm_clock_now_us(&lane->owner->base.clock) - lane->busy_since;
   g_cond_broadcast(&lane->cond);
 }
 
@@ -158,7 +158,7 @@ host_start_allreduce(TdmCommunicator *c, int replica, float *buffer, size_t offs
     if (lane->thread == NULL)
       lane->thread = g_thread_new("tandem-comm", lane_main, lane);
     if (lane->head == lane->queue->len && !lane->running)
-      lane->busy_since = tdm_communicator_now_us(c);
+      lane->busy_since = tdm_clock_now_us(&c->clock);
     Bucket b = {buffer, offset, count};
     g_array_append_val(lane->queue, b);
     g_cond_broadcast(&lane->cond);
@@ -188,7 +188,7 @@ host_take_in_flight(TdmCommunicator *c, int replica)
   g_mutex_lock(&lane->lock);
   gint64 busy = lane->busy_us;
   if (lane->head < lane->queue->len || lane->running) {
-    gint64 now = tdm_communicator_now_us(c);
+    gint64 now = tdm_clock_now_us(&c->clock);
     busy += now - lane->busy_since;
     lane->busy_since = now;
   }

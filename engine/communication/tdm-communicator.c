@@ -112,12 +112,6 @@ tdm_communicator_start_allreduce(TdmCommunicator *c, int replica, float *buffer,
   return c->ops->start_allreduce(c, replica, buffer, offset, count, error);
 }
 
-gint64
-tdm_communicator_now_us(TdmCommunicator *c)
-{
-  return c->clock != NULL ? c->clock(c->clock_data) : g_get_monotonic_time();
-}
-
 double
 tdm_communicator_take_in_flight(TdmCommunicator *c, int replica)
 {

@@ -16,6 +16,7 @@
 
 #include <glib.h>
 #include "tdm-backend.h"
+#include "tdm-clock.h"
 
 G_BEGIN_DECLS
 
@@ -69,10 +70,8 @@ struct _TdmCommunicator {
   int first_rank;              /* global index of local replica 0 */
   guint64 *bytes_sent;         /* [replicas]: by the kind's algorithm (see */
   guint64 *bytes_received;     /*   tdm_communicator_allreduce), accumulated */
-  /* What times started all-reduces under way (take_in_flight), in monotonic
-   * microseconds: g_get_monotonic_time() where NULL; the trainer's span clock. */
-  gint64 (*clock) (gpointer data);
-  gpointer clock_data;
+  TdmClock clock;              /* what times started all-reduces under way
+                                * (take_in_flight): the trainer's span clock */
 };
 
 /* Picks the best communicator for the backends: host for CPUs, nccl for distinct GPUs
@@ -90,9 +89,6 @@ TdmCommunicator *tdm_communicator_mpi_new (TdmBackend *backend, GError **error);
 /* The replicas of a peer communicator blocked at its barrier now, waiting for the
  * others to arrive; for a caller that must act once they wait (a test of abort). */
 int tdm_communicator_peer_waiting (TdmCommunicator *c);
-
-/* Now on the communicator's clock, in microseconds. */
-gint64 tdm_communicator_now_us (TdmCommunicator *c);
 
 /* ops->take_in_flight's seconds, or NaN where the kind cannot tell. */
 double tdm_communicator_take_in_flight (TdmCommunicator *c, int replica);

@@ -34,8 +34,7 @@ struct _TdmExperiment {
   TdmConfig *training_config;   /* the training's, owned here */
   char *training_name, *training_status;
   int summary_steps;            /* tdm_experiment_run's trainers' */
-  TdmClockFunc span_clock;      /* likewise */
-  gpointer span_clock_data;
+  TdmClock span_clock;          /* likewise */
   gboolean under_way;           /* between next and reduce */
   gboolean over, complete;
   gboolean stopped_by_person;   /* it completed on a stopped training it keeps */

@@ -148,8 +148,7 @@ tdm_experiment_set_summary_steps(TdmExperiment *e, int steps)
 void
 tdm_experiment_set_span_clock(TdmExperiment *e, TdmClockFunc clock, gpointer user_data)
 {
-  e->span_clock = clock;
-  e->span_clock_data = user_data;
+  e->span_clock = (TdmClock){clock, user_data};
 }
 
 void
@@ -269,8 +268,7 @@ tdm_experiment_run(TdmExperiment *e, TdmEventSink sink, gpointer user_data,
     g_autoptr(TdmTrainer) trainer = tdm_trainer_new(training->config, relay_event, &relay);
     g_autoptr(GError) train_error = NULL;
     tdm_trainer_options(trainer)->summary_steps = e->summary_steps;
-    if (e->span_clock != NULL)
-      tdm_trainer_set_span_clock(trainer, e->span_clock, e->span_clock_data);
+    tdm_trainer_set_span_clock(trainer, e->span_clock.func, e->span_clock.data);
     tdm_experiment_training_apply(training, tdm_trainer_options(trainer));
     /* The training stops for the caller or for the experiment: its own stop. */
     gulong handler = cancellable != NULL

@@ -79,10 +79,8 @@ struct _TdmTrainer {
   TdmEventSink sink;
   gpointer sink_data;
   char *resume_path;
-  TdmClockFunc clock;
-  gpointer clock_data;
-  TdmClockFunc span_clock;
-  gpointer span_clock_data;
+  TdmClock clock;               /* tdm_trainer_set_clock() */
+  TdmClock span_clock;          /* tdm_trainer_set_span_clock() */
 
   GMutex pause_lock;
   GCond pause_cond;
@@ -208,8 +206,7 @@ tdm_trainer_now_seconds (void)
 static inline double
 tdm_trainer_span_seconds (TdmTrainer *t)
 {
-  return (t->span_clock != NULL ? t->span_clock (t->span_clock_data)
-                                : g_get_monotonic_time ()) / 1e6;
+  return tdm_clock_now_us (&t->span_clock) / 1e6;
 }
 
 /* The trainer's clock (tdm_trainer_set_clock), in µs: what its decisions by time

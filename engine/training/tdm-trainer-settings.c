@@ -10,16 +10,14 @@ void
 tdm_trainer_set_clock(TdmTrainer *t, TdmClockFunc clock, gpointer user_data)
 {
   g_return_if_fail(t != NULL);
-  t->clock = clock;
-  t->clock_data = user_data;
+  t->clock = (TdmClock){clock, user_data};
 }
 
 void
 tdm_trainer_set_span_clock(TdmTrainer *t, TdmClockFunc clock, gpointer user_data)
 {
   g_return_if_fail(t != NULL);
-  t->span_clock = clock;
-  t->span_clock_data = user_data;
+  t->span_clock = (TdmClock){clock, user_data};
 }
 
 void

@@ -528,7 +528,6 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   if (t->comm == NULL)
     return FALSE;
   t->comm->clock = t->span_clock;
-  t->comm->clock_data = t->span_clock_data;
   if (tdm_trainer_sync_bn(t))
     for (int r = 0; r < t->replicas; r++)
       if (!tdm_replica_sync_bn(t->reps[r], tdm_trainer_on_bn_reduce, t, t->rank0 + r, t->world, error))

@@ -64,7 +64,7 @@ tdm_trainer_new(const TdmConfig *config, TdmEventSink sink, gpointer user_data)
 gint64
 tdm_trainer_clock_us(TdmTrainer *t)
 {
-  return t->clock != NULL ? t->clock(t->clock_data) : g_get_monotonic_time();
+  return tdm_clock_now_us(&t->clock);
 }
 
 static gint64

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <gio/gio.h>
+#include "tdm-clock.h"
 #include "tdm-config.h"
 #include "tdm-dataset.h"
 #include "tdm-events.h"
@@ -57,7 +58,6 @@ gboolean tdm_trainer_run (TdmTrainer *trainer, GCancellable *cancellable, GError
 /* The clock that paces step summaries and device figures and measures elapsed time
  * (monotonic microseconds); g_get_monotonic_time() unless a test sets another, so
  * the throttle can be tested by counting events instead of timing them. */
-typedef gint64 (*TdmClockFunc) (gpointer user_data);
 void tdm_trainer_set_clock (TdmTrainer *trainer, TdmClockFunc clock, gpointer user_data);
 /* The clock that times the phases of sampled steps and the host's share of a step
  * (monotonic microseconds, read from every replica's thread, so thread-safe);
