@@ -459,7 +459,7 @@ test_choice_cached(void)
   g_test_message("chosen: %s", chosen);
   g_autofree char *text = NULL;
   g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-  g_assert_true(g_str_has_prefix(text, "tandem-conv-choices 6\n"));
+  g_assert_true(g_str_has_prefix(text, "tandem-conv-choices 7\n"));
   g_autofree char *entry = g_strdup_printf("\t%s\t", chosen);
   g_assert_nonnull(strstr(text, entry));
   TdmConvChoices counts;
