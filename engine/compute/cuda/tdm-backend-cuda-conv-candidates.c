@@ -17,6 +17,7 @@
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-fused.h"
 #include "tdm-backend-cuda-conv-name.h"
+#include "tdm-backend-cuda-conv-phases.h"
 #include "tdm-backend-cuda-conv-small.h"
 #include "tdm-conv-columns.h"
 #include "tdm-i18n.h"
@@ -658,6 +659,13 @@ call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *ar
     arena->at = MAX(arena->at, (char *)l->a->work + need);
     return took;
   }
+  case TDM_CONV_CUDNN_PHASES: {
+    /* Its own layout of the scratch too (tdm-backend-cuda-conv-phases.c). */
+    size_t need = 0;
+    gboolean took = tdm_conv_phases_call(b, l, c, arena->mode == RUN, &need, error);
+    arena->at = MAX(arena->at, (char *)l->a->work + need);
+    return took;
+  }
   }
   return FALSE;
 }
@@ -726,6 +734,7 @@ tdm_conv_candidate_free(TdmConvCandidate *c)
     tdm_cudnn_plan_free(c->plan);
   if (c->rest_plan != NULL)
     tdm_cudnn_plan_free(c->rest_plan);
+  tdm_conv_phases_free(c->phases);
   g_free(c);
 }
 
@@ -900,5 +909,7 @@ tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
     add_cudnn(b, l, list, only);
   if (only == NULL || g_str_has_prefix(only, "cudnn-fused:"))
     tdm_conv_fused_add(b, l, list, only);
+  if (only == NULL || g_str_has_prefix(only, "cudnn-phases:"))
+    tdm_conv_phases_add(b, l, list, only);
   return list;
 }

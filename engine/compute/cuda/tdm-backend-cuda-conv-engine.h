@@ -24,7 +24,10 @@
  *   (tdm-backend-cuda-conv-name.h spells the names);
  * - "cudnn-fused:eE:rR:f" / ":h": a bf16 forward whose input the bn before normalizes
  *   (stored as bf16), as one cuDNN graph that applies the bn and its ReLU as it reads x
- *   (tdm-backend-cuda-conv-fused.h): no copy of the input.
+ *   (tdm-backend-cuda-conv-fused.h): no copy of the input;
+ * - "cudnn-phases:eE:rR:f" / ":h": a strided input gradient as one stride-1 cuDNN
+ *   forward of engine E per output phase, each writing a strided view of dx
+ *   (tdm-backend-cuda-conv-phases.h).
  */
 #pragma once
 
@@ -42,7 +45,10 @@ typedef enum {
   TDM_CONV_OWN,
   TDM_CONV_CUDNN,
   TDM_CONV_CUDNN_FUSED,
+  TDM_CONV_CUDNN_PHASES,
 } TdmConvKind;
+
+typedef struct _TdmConvPhases TdmConvPhases;
 
 typedef struct {
   TdmConvKind kind;
@@ -52,6 +58,7 @@ typedef struct {
   gboolean float_out;          /* cuDNN: writes float32 itself */
   int pad_c;                   /* cuDNN: the input's channels padded to this, or 0 */
   gboolean fused_relu;         /* cuDNN fused: its graph applies the bn's ReLU */
+  TdmConvPhases *phases;       /* cuDNN phases: the phases and their plans */
   double ms;                   /* measured, or 0 */
   char name[80];
 } TdmConvCandidate;
@@ -84,7 +91,8 @@ gboolean tdm_conv_layout (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection 
 void tdm_conv_prepare (TdmBackend *b, const TdmConvLayout *l);
 /* Every candidate that takes the call, in a workspace of its need (the engine's budget,
  * tdm-backend-cuda-conv-budget.h, then decides which may be chosen), in a fixed order
- * (im2col, own, then cuDNN's in its heuristics' order, then cuDNN's fused), every one
+ * (im2col, own, then cuDNN's in its heuristics' order, then cuDNN's fused, then its
+ * phases), every one
  * deterministic (cuDNN's NONDETERMINISTIC engines are never offered).
  * With `only`, that one candidate (a cached choice: no other plan is built), if it
  * still takes the call. */
