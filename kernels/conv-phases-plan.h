@@ -39,14 +39,14 @@
 
 /* One axis of a phase. */
 typedef struct {
-  int phase;        /* φ: it writes dx's s·t + φ, t ∈ [0, count) */
-  int first_tap;    /* r: its taps are w's r, r + s, … */
-  int taps;         /* J: the stride-1 kernel's size on this axis */
-  int taps_before;  /* Σ J of the phases before φ: its taps' place in the axis' order */
-  int count;        /* T: the outputs it writes */
-  int in_start;     /* the first row of dy its view reads */
-  int in_count;     /* the rows of dy its view reads */
-  int pre, post;    /* the stride-1 correlation's padding before and after */
+  int phase;       /* φ: it writes dx's s·t + φ, t ∈ [0, count) */
+  int first_tap;   /* r: its taps are w's r, r + s, … */
+  int taps;        /* J: the stride-1 kernel's size on this axis */
+  int taps_before; /* Σ J of the phases before φ: its taps' place in the axis' order */
+  int count;       /* T: the outputs it writes */
+  int in_start;    /* the first row of dy its view reads */
+  int in_count;    /* the rows of dy its view reads */
+  int pre, post;   /* the stride-1 correlation's padding before and after */
 } TdmKPhaseAxis;
 
 /* J, the taps of phase φ on an axis: w's r, r + s, … below kernel, r = (φ + pad) mod s. */
@@ -140,40 +140,38 @@ tdm_k_phases_out(int size, int kernel, int pad, int stride)
   return (size + 2 * pad - kernel) / stride + 1;
 }
 
+TDM_K_PHASES_BOTH static inline void
+tdm_k_phases_four(int64_t *v, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+  v[0] = a;
+  v[1] = b;
+  v[2] = c;
+  v[3] = d;
+}
+
 TDM_K_PHASES_BOTH static inline TdmKPhase
 tdm_k_phase(int n, int h, int w, int c, int out_c, int kernel, int pad, int stride, int py,
             int px)
 {
   TdmKPhase ph;
-  int oh = tdm_k_phases_out(h, kernel, pad, stride), ow = tdm_k_phases_out(w, kernel, pad, stride);
+  int oh = tdm_k_phases_out(h, kernel, pad, stride),
+      ow = tdm_k_phases_out(w, kernel, pad, stride);
   ph.row = tdm_k_phase_axis(h, oh, kernel, pad, stride, py);
   ph.col = tdm_k_phase_axis(w, ow, kernel, pad, stride, px);
-  ph.kind = ph.row.count == 0 || ph.col.count == 0        ? TDM_K_PHASE_NONE
+  ph.kind = ph.row.count == 0 || ph.col.count == 0         ? TDM_K_PHASE_NONE
             : ph.row.in_count == 0 || ph.col.in_count == 0 ? TDM_K_PHASE_ZERO
                                                            : TDM_K_PHASE_CONV;
   int64_t C = c, O = out_c;
-  ph.x_dims[0] = n;
-  ph.x_dims[1] = O;
-  ph.x_dims[2] = ph.row.in_count;
-  ph.x_dims[3] = ph.col.in_count;
-  ph.x_strides[0] = (int64_t)oh * ow * O;
-  ph.x_strides[1] = 1;
-  ph.x_strides[2] = (int64_t)ow * O;
-  ph.x_strides[3] = O;
+  /* dy's rows in_start.. and columns likewise, packed NHWC of out_c channels. */
+  tdm_k_phases_four(ph.x_dims, n, O, ph.row.in_count, ph.col.in_count);
+  tdm_k_phases_four(ph.x_strides, (int64_t)oh * ow * O, 1, (int64_t)ow * O, O);
   ph.x_offset = ((int64_t)ph.row.in_start * ow + ph.col.in_start) * O;
-  ph.w_dims[0] = C;
-  ph.w_dims[1] = O;
-  ph.w_dims[2] = ph.row.taps;
-  ph.w_dims[3] = ph.col.taps;
+  tdm_k_phases_four(ph.w_dims, C, O, ph.row.taps, ph.col.taps);
   ph.w_offset = tdm_k_phases_block(kernel, pad, stride, py, px, c, out_c);
-  ph.y_dims[0] = n;
-  ph.y_dims[1] = C;
-  ph.y_dims[2] = ph.row.count;
-  ph.y_dims[3] = ph.col.count;
-  ph.y_strides[0] = (int64_t)h * w * C;
-  ph.y_strides[1] = 1;
-  ph.y_strides[2] = (int64_t)stride * w * C;
-  ph.y_strides[3] = (int64_t)stride * C;
+  /* dx's every stride-th row and column from (py, px). */
+  tdm_k_phases_four(ph.y_dims, n, C, ph.row.count, ph.col.count);
+  tdm_k_phases_four(ph.y_strides, (int64_t)h * w * C, 1, (int64_t)stride * w * C,
+                    (int64_t)stride * C);
   ph.y_offset = ((int64_t)py * w + px) * C;
   ph.pre[0] = ph.row.pre;
   ph.pre[1] = ph.col.pre;

@@ -10,12 +10,12 @@
  * written with out_c contiguous: a transpose, 32 × 32 tiles through shared memory so
  * that both the reads and the writes are whole rows of a warp.
  */
-#include "tdm-kernels.h"
 #include "common.cuh"
 #include "conv-phases-plan.h"
+#include "tdm-kernels.h"
 
 #define PH_TILE 32
-#define PH_ROWS 8  /* a block is 32 × 8 threads, each moving 4 values of a tile */
+#define PH_ROWS 8 /* a block is 32 × 8 threads, each moving 4 values of a tile */
 
 template <typename T>
 __global__ void

@@ -171,7 +171,8 @@ check_shape(const Shape *s, GRand *rand)
         g_assert_cmpint(ph.w_dims[1], ==, s->out_c);
       }
       zero_phases += ph.kind == TDM_K_PHASE_ZERO;
-      shifted_views += ph.kind == TDM_K_PHASE_CONV && (ph.row.in_start > 0 || ph.col.in_start > 0);
+      shifted_views +=
+          ph.kind == TDM_K_PHASE_CONV && (ph.row.in_start > 0 || ph.col.in_start > 0);
       padded_after += ph.kind == TDM_K_PHASE_CONV && (ph.post[0] > 0 || ph.post[1] > 0);
       phase_forward(&ph, dy, sorted, dx, writes);
     }

@@ -130,9 +130,9 @@ check_case(const Case *c, TdmPrecision precision, gboolean out16)
     d.a.dx = NULL;
     d.a.dx16 = dx16;
   }
-  g_autofree char *what = g_strdup_printf("%s %s n%d %dx%dx%d→%d k%d p%d s%d",
-                                          bf16 ? "bf16" : "fp32", out16 ? "dx16" : "dx", c->n,
-                                          c->h, c->w, c->c, c->out_c, c->kernel, c->pad, c->stride);
+  g_autofree char *what = g_strdup_printf(
+      "%s %s n%d %dx%dx%d→%d k%d p%d s%d", bf16 ? "bf16" : "fp32", out16 ? "dx16" : "dx", c->n,
+      c->h, c->w, c->c, c->out_c, c->kernel, c->pad, c->stride);
   g_autoptr(GPtrArray) names = tdm_cuda_conv_candidate_names(b, &d.a, TDM_CONV_DGRAD);
   g_autoptr(GPtrArray) phases = phases_of(names);
   g_test_message("%s: %u candidates, %u by phases%s", what, names->len, phases->len,

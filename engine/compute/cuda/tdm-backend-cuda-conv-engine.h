@@ -76,6 +76,25 @@ typedef struct {
   char *scratch;               /* where a candidate's own scratch starts */
 } TdmConvLayout;
 
+/* Where each piece of a candidate's scratch starts: a multiple of this from address 0. */
+#define TDM_CONV_ALIGN 256
+
+/* Whether p is 16-byte aligned, as every pointer a cuDNN plan takes. */
+static inline gboolean
+tdm_conv_aligned16(const void *p)
+{
+  return ((uintptr_t)p & 15u) == 0;
+}
+
+/* The byte offset from `work` of the first TDM_CONV_ALIGN boundary at or after
+ * work + at (a candidate laying out its own scratch: the fused and phases ones). */
+static inline size_t
+tdm_conv_boundary(const char *work, size_t at)
+{
+  uintptr_t p = (uintptr_t)(work + at);
+  return (size_t)((p + TDM_CONV_ALIGN - 1) / TDM_CONV_ALIGN * TDM_CONV_ALIGN - (uintptr_t)work);
+}
+
 /* tdm-backend-cuda-conv-candidates.c */
 
 /* Lays out a call of direction dir (for backward, dy16 where the caller put it or where

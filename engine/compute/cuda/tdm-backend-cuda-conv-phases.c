@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* tdm-backend-cuda-conv-phases.c — the input gradient by phases (tdm-backend-cuda-conv-phases.h):
- * which calls it takes, each phase's graph over views of dy and dx and its plans, the
- * candidate's workspace and its run.
+/* tdm-backend-cuda-conv-phases.c — the input gradient by phases
+ * (tdm-backend-cuda-conv-phases.h): which calls it takes, each phase's graph over views of dy
+ * and dx and its plans, the candidate's workspace and its run.
  *
  * Each phase that convolves is its own graph (its kernel's size, its padding before and
  * after and its views' sizes differ from phase to phase); a candidate is one engine with
@@ -16,15 +16,14 @@
 
 #include "conv-phases-plan.h"
 
-#define ALIGN 256
 #define MAX_PHASES (TDM_K_PHASES_MAX_STRIDE * TDM_K_PHASES_MAX_STRIDE)
 
 struct _TdmConvPhases {
-  int count;                        /* stride² */
-  TdmKPhase phase[MAX_PHASES];      /* in order (py, px) */
-  TdmCudnnPlan *plan[MAX_PHASES];   /* a phase that convolves: its plan; else NULL */
-  gboolean zeros;                   /* some phase writes zeros: dx cleared first */
-  int64_t workspace;                /* the most any plan needs */
+  int count;                      /* stride² */
+  TdmKPhase phase[MAX_PHASES];    /* in order (py, px) */
+  TdmCudnnPlan *plan[MAX_PHASES]; /* a phase that convolves: its plan; else NULL */
+  gboolean zeros;                 /* some phase writes zeros: dx cleared first */
+  int64_t workspace;              /* the most any plan needs */
 };
 
 void
@@ -35,20 +34,6 @@ tdm_conv_phases_free(TdmConvPhases *p)
   for (int i = 0; i < p->count; i++)
     tdm_cudnn_plan_free(p->plan[i]);
   g_free(p);
-}
-
-static gboolean
-aligned16(const void *p)
-{
-  return ((uintptr_t)p & 15u) == 0;
-}
-
-/* The byte offset from `work` of the first ALIGN boundary at or after work + at. */
-static size_t
-boundary(const char *work, size_t at)
-{
-  uintptr_t p = (uintptr_t)(work + at);
-  return (size_t)((p + ALIGN - 1) / ALIGN * ALIGN - (uintptr_t)work);
 }
 
 /* dx's destination (dx16 as bf16, else dx) and dy as the plans read it (the layout's
@@ -75,8 +60,8 @@ takes(const TdmConvLayout *l)
   void *dx = destination(l);
   const void *dy = operand_dy(l);
   return l->dir == TDM_CONV_DGRAD && s->stride >= 2 && s->stride <= TDM_K_PHASES_MAX_STRIDE &&
-         s->c % 8 == 0 && s->out_c % 8 == 0 && dx != NULL && aligned16(dx) && dy != NULL &&
-         aligned16(dy) && (l->bf16 || l->a->dx16 == NULL);
+         s->c % 8 == 0 && s->out_c % 8 == 0 && dx != NULL && tdm_conv_aligned16(dx) &&
+         dy != NULL && tdm_conv_aligned16(dy) && (l->bf16 || l->a->dx16 == NULL);
 }
 
 static size_t
@@ -93,9 +78,9 @@ output_size(const TdmConvLayout *l)
 
 /* The candidate's room in the workspace. */
 typedef struct {
-  void *sorted;                /* the phases' kernels */
-  void *workspace;             /* cuDNN's, or NULL */
-  size_t need;                 /* bytes from the workspace's start */
+  void *sorted;    /* the phases' kernels */
+  void *workspace; /* cuDNN's, or NULL */
+  size_t need;     /* bytes from the workspace's start */
 } Room;
 
 static Room
@@ -103,12 +88,12 @@ room_of(const TdmConvLayout *l, const TdmConvPhases *p)
 {
   const TdmConvShape *s = &l->a->shape;
   char *work = l->a->work;
-  size_t at = boundary(work, (size_t)(l->scratch - work));
+  size_t at = tdm_conv_boundary(work, (size_t)(l->scratch - work));
   Room r = {0};
   r.sorted = work + at;
   at += (size_t)s->out_c * s->kernel * s->kernel * s->c * operand_size(l);
   if (p->workspace > 0) {
-    at = boundary(work, at);
+    at = tdm_conv_boundary(work, at);
     r.workspace = work + at;
     at += (size_t)p->workspace;
   }
@@ -139,8 +124,8 @@ tdm_conv_phases_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandida
   char *dx = destination(l);
   const char *dy = operand_dy(l), *sorted = r.sorted;
   size_t in = operand_size(l), out = output_size(l);
-  if (p->zeros && !TDM_CUDA_OK(b, cudaMemsetAsync(dx, 0, (size_t)s->n * s->h * s->w * s->c * out,
-                                                  stream)))
+  if (p->zeros &&
+      !TDM_CUDA_OK(b, cudaMemsetAsync(dx, 0, (size_t)s->n * s->h * s->w * s->c * out, stream)))
     return TRUE;
   const void *w = l->bf16 ? (const void *)l->w16 : (const void *)a->w;
   if (!TDM_CUDA_OK(b, tdm_k_conv_phases_weights(r.sorted, w, l->bf16, s->out_c, s->c, s->kernel,
@@ -151,8 +136,9 @@ tdm_conv_phases_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandida
     if (p->plan[i] == NULL)
       continue;
     if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, p->plan[i],
-                            (void *)(dy + ph->x_offset * in), (void *)(sorted + ph->w_offset * in),
-                            dx + ph->y_offset * out, r.workspace, error))
+                            (void *)(dy + ph->x_offset * in),
+                            (void *)(sorted + ph->w_offset * in), dx + ph->y_offset * out,
+                            r.workspace, error))
       return FALSE;
   }
   return TRUE;
@@ -213,11 +199,12 @@ say_refused(TdmBackend *b, const TdmConvLayout *l, const TdmConvPhases *p, int i
 {
   const TdmConvShape *s = &l->a->shape;
   const TdmKPhase *ph = &p->phase[i];
-  g_autofree char *which = engine >= 0 ? g_strdup_printf("engine %" G_GINT64_FORMAT, engine)
-                                       : g_strdup("no engine");
+  g_autofree char *which =
+      engine >= 0 ? g_strdup_printf("engine %" G_GINT64_FORMAT, engine) : g_strdup("no engine");
   g_debug("%s: cuDNN phases of dgrad n%d h%d w%d c%d o%d k%d p%d s%d: phase (%d, %d), "
-          "%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " taps over %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
-          " of dy into %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " of dx: %s: %s",
+          "%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " taps over %" G_GINT64_FORMAT
+          "×%" G_GINT64_FORMAT " of dy into %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
+          " of dx: %s: %s",
           b->name, s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride,
           i / s->stride, i % s->stride, ph->w_dims[2], ph->w_dims[3], ph->x_dims[2],
           ph->x_dims[3], ph->y_dims[2], ph->y_dims[3], which, why != NULL ? why : "none");
