@@ -86,13 +86,17 @@ tdm_conv_aligned16(const void *p)
   return ((uintptr_t)p & 15u) == 0;
 }
 
-/* The byte offset from `work` of the first TDM_CONV_ALIGN boundary at or after
- * work + at (a candidate laying out its own scratch: the fused and phases ones). */
-static inline size_t
-tdm_conv_boundary(const char *work, size_t at)
+/* A piece of `bytes` of a candidate's own scratch (the fused and phases candidates lay
+ * out theirs) from the first TDM_CONV_ALIGN boundary at or after work + *at; *at past
+ * it. */
+static inline void *
+tdm_conv_piece(char *work, size_t *at, size_t bytes)
 {
-  uintptr_t p = (uintptr_t)(work + at);
-  return (size_t)((p + TDM_CONV_ALIGN - 1) / TDM_CONV_ALIGN * TDM_CONV_ALIGN - (uintptr_t)work);
+  uintptr_t p = (uintptr_t)(work + *at);
+  *at = (size_t)((p + TDM_CONV_ALIGN - 1) / TDM_CONV_ALIGN * TDM_CONV_ALIGN - (uintptr_t)work);
+  void *piece = work + *at;
+  *at += bytes;
+  return piece;
 }
 
 /* tdm-backend-cuda-conv-candidates.c */

@@ -66,22 +66,15 @@ room_of(const TdmConvLayout *l, const TdmConvCandidate *c)
   const TdmConvShape *s = &l->a->shape;
   char *work = l->a->work;
   size_t vector = (size_t)s->c * sizeof(float);
-  size_t at = tdm_conv_boundary(work, (size_t)(l->scratch - work));
+  size_t at = (size_t)(l->scratch - work);
   Room r = {0};
-  r.scale = (float *)(work + at);
-  at = tdm_conv_boundary(work, at + vector);
-  r.shift = (float *)(work + at);
-  at += vector;
-  if (l->dir == TDM_CONV_WGRAD && !c->float_out) {
-    at = tdm_conv_boundary(work, at);
-    r.stage = (uint16_t *)(work + at);
-    at += (size_t)s->out_c * s->kernel * s->kernel * s->c * sizeof(uint16_t);
-  }
-  if (c->plan->workspace > 0) {
-    at = tdm_conv_boundary(work, at);
-    r.workspace = work + at;
-    at += (size_t)c->plan->workspace;
-  }
+  r.scale = tdm_conv_piece(work, &at, vector);
+  r.shift = tdm_conv_piece(work, &at, vector);
+  if (l->dir == TDM_CONV_WGRAD && !c->float_out)
+    r.stage = tdm_conv_piece(work, &at,
+                             (size_t)s->out_c * s->kernel * s->kernel * s->c * sizeof(uint16_t));
+  if (c->plan->workspace > 0)
+    r.workspace = tdm_conv_piece(work, &at, (size_t)c->plan->workspace);
   r.need = at;
   return r;
 }

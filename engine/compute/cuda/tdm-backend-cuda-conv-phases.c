@@ -88,15 +88,12 @@ room_of(const TdmConvLayout *l, const TdmConvPhases *p)
 {
   const TdmConvShape *s = &l->a->shape;
   char *work = l->a->work;
-  size_t at = tdm_conv_boundary(work, (size_t)(l->scratch - work));
+  size_t at = (size_t)(l->scratch - work);
   Room r = {0};
-  r.sorted = work + at;
-  at += (size_t)s->out_c * s->kernel * s->kernel * s->c * operand_size(l);
-  if (p->workspace > 0) {
-    at = tdm_conv_boundary(work, at);
-    r.workspace = work + at;
-    at += (size_t)p->workspace;
-  }
+  r.sorted = tdm_conv_piece(work, &at,
+                            (size_t)s->out_c * s->kernel * s->kernel * s->c * operand_size(l));
+  if (p->workspace > 0)
+    r.workspace = tdm_conv_piece(work, &at, (size_t)p->workspace);
   r.need = at;
   return r;
 }
