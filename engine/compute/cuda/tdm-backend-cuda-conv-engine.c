@@ -13,7 +13,8 @@
  * model, so every device of a kind agrees. A timed choice is found again on disk by
  * the next run, so two runs on one kind of GPU compute alike.
  * TANDEM_CONV=im2col turns the engine off (the replica's own composition, exactly as
- * before); =cudnn, =cudnn-fused or =own prefers that kind wherever it takes the shape.
+ * before); =cudnn, =cudnn-fused, =cudnn-phases or =own prefers that kind wherever it
+ * takes the shape.
  * The rule never prefers a fused cuDNN plan (compiled at run time, seconds a shape)
  * or an input gradient by phases over another candidate: it is the rule's choice only
  * where it is the only one. A phases candidate that cuDNN refuses as it runs (its views
