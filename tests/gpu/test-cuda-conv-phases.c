@@ -144,9 +144,21 @@ check_case(const Case *c, TdmPrecision precision, gboolean out16)
     g_autofree char *label = g_strdup_printf("%s %s", what, name);
     /* Its output type is the destination's. */
     g_assert_true(g_str_has_suffix(name, out16 ? ":h" : ":f"));
+    /* In a workspace of exactly its need (a bf16 run's dy16 is converted at its start),
+     * then in the test's where that holds it: the same bits. */
     size_t need = tdm_cuda_conv_need_named(b, &d.a, TDM_CONV_DGRAD, name);
-    g_assert_cmpuint(need, <=, d.a.work_bytes);
-    if (!run_one(&d, &p, dx16, what, name, &d.a, first))
+    void *exact = on_b(b, NULL, MAX(need, 16));
+    TdmConvArgs tight = d.a;
+    tight.work = exact;
+    tight.work_bytes = MAX(need, 16);
+    gboolean ran = run_one(&d, &p, dx16, what, name, &tight, first);
+    if (ran && need > d.a.work_bytes)
+      g_test_message("%s needs %zu bytes, more than the test's %zu", label, need,
+                     d.a.work_bytes);
+    ran = ran && run_one(&d, &p, dx16, what, name, need <= d.a.work_bytes ? &d.a : &tight,
+                         again);
+    tdm_backend_release(b, exact);
+    if (!ran)
       break; /* the backend failed: its other candidates are not run */
     for (size_t e = 0; e < p.in; e++)
       if (!isfinite(first[e])) {
@@ -161,16 +173,6 @@ check_case(const Case *c, TdmPrecision precision, gboolean out16)
                      bound(b, &p, TDM_CONV_DGRAD));
       g_test_fail();
     }
-    /* Again, in a workspace of exactly its need (a bf16 run's dy16 is converted at its
-     * start): the same bits. */
-    void *exact = on_b(b, NULL, MAX(need, 16));
-    TdmConvArgs tight = d.a;
-    tight.work = exact;
-    tight.work_bytes = MAX(need, 16);
-    gboolean ran = run_one(&d, &p, dx16, what, name, &tight, again);
-    tdm_backend_release(b, exact);
-    if (!ran)
-      break;
     if (memcmp(first, again, p.in * sizeof(float)) != 0) {
       g_test_message("FAILED %s: not the same bits twice", label);
       g_test_fail();
