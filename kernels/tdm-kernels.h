@@ -126,6 +126,12 @@ cudaError_t tdm_k_conv_dgrad_bf16(void *dx, bool dx16, const uint16_t *dy, const
                                   int n, int h, int wd, int c, int out_c, int kh, int kw,
                                   int pad, cudaStream_t stream);
 
+/* conv-phases.cu: w (KRSC, out_c × kernel × kernel × c; bf16 where bf16, else float32)
+ * as the sorted kernels of its input gradient by phases (conv-phases-plan.h), into
+ * `sorted` (as many values, the same type). */
+cudaError_t tdm_k_conv_phases_weights(void *sorted, const void *w, bool bf16, int out_c, int c,
+                                      int kernel, int pad, int stride, cudaStream_t stream);
+
 /* conv-small.cu: a convolution of few input channels (conv-small-plan.h's
  * tdm_k_small_plan() says which shapes) on bf16 tensor cores, without columns; sm_80 or
  * later. x (NHWC, float32 or with x16 bf16) is read as im2col_bf16 reads it (with

@@ -83,7 +83,7 @@ test_written_beside(void)
   tdm_conv_cache_store(MODEL, LINE, "cudnn:e7:r0:f", 0.012);
   tdm_conv_cache_store(MODEL, "wgrad n2", "own:dgrad", 0.5);
   g_autofree char *text = contents(path);
-  g_assert_cmpstr(text, ==, "tandem-conv-choices 6\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
+  g_assert_cmpstr(text, ==, "tandem-conv-choices 7\n" LINE "\tcudnn:e7:r0:f\t0.012000\n"
                             "wgrad n2\town:dgrad\t0.500000\n");
   g_assert_cmpuint(others_in_dir(NULL), ==, 0);
   g_assert_cmpuint(messages->len, ==, 0);
@@ -130,7 +130,7 @@ test_candidate_names(void)
                            "cudnn:e62:r0", "own:bwd", "im2col:n32"};
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     fresh();
-    g_autofree char *text = g_strdup_printf("tandem-conv-choices 6\n"
+    g_autofree char *text = g_strdup_printf("tandem-conv-choices 7\n"
                                             "%s\tcudnn:e62:r0:h:n32\t0.35\n"
                                             LINE "\t%s\t0.5\n", key, damaged[i]);
     g_assert_true(g_file_set_contents(path, text, -1, NULL));
@@ -141,21 +141,22 @@ test_candidate_names(void)
     g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "names no candidate"));
     tdm_conv_cache_store(MODEL, LINE, "im2col", 1.0);
     g_autofree char *rewritten = contents(path);
-    g_assert_cmpstr(rewritten, ==, "tandem-conv-choices 6\n" LINE "\tim2col\t1.000000\n");
+    g_assert_cmpstr(rewritten, ==, "tandem-conv-choices 7\n" LINE "\tim2col\t1.000000\n");
   }
 }
 
 /* Version 4's choices were made before the screen (tdm-backend-cuda-conv-screen.h) and
  * may name a candidate it now leaves out (cuDNN's engine 62 for a 1×1 weight gradient
  * written as bf16, the bn-input-chunks case); version 5's float32 choices within a
- * 64-MiB slack, without the cuDNN plans that need more. Either file is ignored whole,
- * said once, and written anew as version 6 at the next choice, whose own lines read
+ * 64-MiB slack, without the cuDNN plans that need more; version 6's input gradients of
+ * stride 2 or more, chosen without the phases ("cudnn-phases:…"). Each is ignored whole,
+ * said once, and written anew as version 7 at the next choice, whose own lines read
  * back. */
 static void
 test_older_versions(void)
 {
   const char *key = "wgrad n64 h128 w128 c64 o16 k1 p0 s1 bf16 bn x16";
-  for (int version = 4; version <= 5; version++) {
+  for (int version = 4; version <= 6; version++) {
     fresh();
     g_autofree char *old =
         g_strdup_printf("tandem-conv-choices %d\n%s\tcudnn:e62:r0:h\t0.2\n", version, key);
@@ -167,7 +168,7 @@ test_older_versions(void)
     tdm_conv_cache_store(MODEL, key, "im2col", 0.3);
     g_autofree char *rewritten = contents(path);
     g_autofree char *expected =
-        g_strdup_printf("tandem-conv-choices 6\n%s\tim2col\t0.300000\n", key);
+        g_strdup_printf("tandem-conv-choices 7\n%s\tim2col\t0.300000\n", key);
     g_assert_cmpstr(rewritten, ==, expected);
     tdm_conv_cache_reset();
     g_autofree char *name = tdm_conv_cache_lookup(MODEL, key);
@@ -215,7 +216,7 @@ test_workspace_remembered(void)
 
   /* A workspace line whose bytes are not a whole number: none remembered. */
   g_autofree char *digest = g_compute_checksum_for_string(G_CHECKSUM_SHA1, plan, -1);
-  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 6\nworkspace %s\t12kB\t0\n",
+  g_autofree char *bad = g_strdup_printf("tandem-conv-choices 7\nworkspace %s\t12kB\t0\n",
                                          digest);
   g_assert_true(g_file_set_contents(path, bad, -1, NULL));
   tdm_conv_cache_reset();
@@ -223,7 +224,7 @@ test_workspace_remembered(void)
 
   /* A damaged file (a line of two fields) is ignored whole. */
   g_autofree char *damaged = g_strdup_printf(
-      "tandem-conv-choices 6\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
+      "tandem-conv-choices 7\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\n", digest);
   g_assert_true(g_file_set_contents(path, damaged, -1, NULL));
   tdm_conv_cache_reset();
   g_assert_false(tdm_conv_cache_lookup_workspace(MODEL, plan, &bytes));
@@ -231,7 +232,7 @@ test_workspace_remembered(void)
   g_assert_nonnull(strstr(g_ptr_array_index(messages, 0), "damaged"));
   /* The same lines, well formed: remembered. */
   g_autofree char *good = g_strdup_printf(
-      "tandem-conv-choices 6\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
+      "tandem-conv-choices 7\nworkspace %s\t4096\t0\n" LINE "\tcudnn:e7:r0:h\t0.5\n",
       digest);
   g_assert_true(g_file_set_contents(path, good, -1, NULL));
   tdm_conv_cache_reset();
@@ -257,7 +258,7 @@ test_link_to_a_file(void)
 {
   fresh();
   g_autofree char *target = g_build_filename(dir, "notes.txt", NULL);
-  const char *mine = "tandem-conv-choices 6\n" LINE "\town:fwd\t0.250000\n";
+  const char *mine = "tandem-conv-choices 7\n" LINE "\town:fwd\t0.250000\n";
   g_assert_true(g_file_set_contents(target, mine, -1, NULL));
   g_assert_cmpint(symlink(target, path), ==, 0);
   /* Neither read through the link… */

@@ -4,7 +4,8 @@
  * name read back (a plan run in chunks of samples, ":n25", among them), every name
  * spelt one way (a fused plan's, "cudnn-fused:…", too), and damaged names refused — a
  * field missing or out of order, a sign, a leading zero, a chunk of no samples, a number
- * past its type, trailing text, a fused plan padded or in chunks. */
+ * past its type, trailing text, a fused plan or phases padded or in chunks. A strided
+ * input gradient by phases ("cudnn-phases:…") is read back and spelt one way too. */
 #include "tdm-backend-cuda-conv-name.h"
 
 static void
@@ -47,6 +48,16 @@ test_read_back(void)
   g_assert_true(n.fused);
   g_assert_cmpint(n.out, ==, 'f');
   g_assert_true(tdm_conv_candidate_name_valid("cudnn-fused:e3:r1:h"));
+  g_assert_false(n.phases);
+  g_assert_true(tdm_cudnn_name_parse("cudnn-phases:e49:r2:h", &n));
+  g_assert_true(n.phases);
+  g_assert_false(n.fused);
+  g_assert_cmpint(n.engine, ==, 49);
+  g_assert_cmpint(n.rank, ==, 2);
+  g_assert_cmpint(n.out, ==, 'h');
+  g_assert_false(n.padded);
+  g_assert_cmpint(n.chunk, ==, 0);
+  g_assert_true(tdm_conv_candidate_name_valid("cudnn-phases:e0:r0:f"));
 }
 
 /* Every combination formatted and read back to itself. */
@@ -87,6 +98,22 @@ test_round_trip(void)
         g_assert_cmpint(got.out, ==, want.out);
         g_assert_true(tdm_conv_candidate_name_valid(name));
       }
+  for (size_t e = 0; e < G_N_ELEMENTS(engines); e++)
+    for (int out = 0; out < 2; out++) {
+      TdmCudnnName want = {engines[e], 1, out ? 'h' : 'f', FALSE, 0, FALSE, TRUE};
+      g_autofree char *name = tdm_cudnn_name_format(&want);
+      g_assert_true(g_str_has_prefix(name, "cudnn-phases:e"));
+      TdmCudnnName got;
+      g_assert_true(tdm_cudnn_name_parse(name, &got));
+      g_assert_true(got.phases);
+      g_assert_false(got.fused);
+      g_assert_cmpint(got.engine, ==, want.engine);
+      g_assert_cmpint(got.out, ==, want.out);
+      g_assert_true(tdm_conv_candidate_name_valid(name));
+    }
+  TdmCudnnName phases = {49, 0, 'h', FALSE, 0, FALSE, TRUE};
+  g_autofree char *phases_name = tdm_cudnn_name_format(&phases);
+  g_assert_cmpstr(phases_name, ==, "cudnn-phases:e49:r0:h");
   TdmCudnnName chunked = {62, 0, 'h', FALSE, 32, FALSE};
   g_autofree char *name = tdm_cudnn_name_format(&chunked);
   g_assert_cmpstr(name, ==, "cudnn:e62:r0:h:n32");
@@ -144,6 +171,15 @@ test_damaged(void)
     "cudnn_fused:e62:r0:h",
     "cudnn-fused:62:r0:h",
     "cudnn:fused:e62:r0:h",
+    "cudnn-phases:",
+    "cudnn-phases:e49",
+    "cudnn-phases:e49:r0",
+    "cudnn-phases:e049:r0:h",
+    "cudnn-phases:e49:r0:h:c8",
+    "cudnn-phases:e49:r0:h:n32",
+    "cudnn-phases:e49:r0:h ",
+    "cudnn-phase:e49:r0:h",
+    "cudnn-phases-fused:e49:r0:h",
   };
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     TdmCudnnName n;

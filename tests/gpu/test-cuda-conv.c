@@ -12,7 +12,7 @@
  * the workspace budget, columns and bn inputs in chunks), test-cuda-conv-small.c
  * (the few-channel candidates), test-cuda-conv-fused.c (cuDNN's fused bn prologue) and
  * test-cuda-conv-screen.c (the screen of the candidates' results: a wrong one left
- * out).
+ * out) and test-cuda-conv-phases.c (a strided input gradient by phases).
  *
  * Bounds: ||gpu − cpu|| / ||cpu|| against the float32 reference. float32 runs (no TF32,
  * no Winograd: tdm-backend-cuda-conv-cudnn.c refuses them) differ only in the order of the sums:
@@ -459,7 +459,7 @@ test_choice_cached(void)
   g_test_message("chosen: %s", chosen);
   g_autofree char *text = NULL;
   g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-  g_assert_true(g_str_has_prefix(text, "tandem-conv-choices 6\n"));
+  g_assert_true(g_str_has_prefix(text, "tandem-conv-choices 7\n"));
   g_autofree char *entry = g_strdup_printf("\t%s\t", chosen);
   g_assert_nonnull(strstr(text, entry));
   TdmConvChoices counts;
@@ -555,6 +555,7 @@ main(int argc, char **argv)
   test_cuda_conv_add_small();
   test_cuda_conv_add_fused();
   test_cuda_conv_add_screen();
+  test_cuda_conv_add_phases();
   int status = g_test_run();
   if (gpu != NULL)
     tdm_backend_free(gpu);

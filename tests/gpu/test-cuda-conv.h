@@ -3,8 +3,9 @@
  * data and CPU reference) and device sides, and the helpers test-cuda-conv.c defines
  * for them (random inputs, the bounds, every candidate checked against a reference);
  * the registration of test-cuda-conv-bf16.c's, test-cuda-conv-workspace.c's,
- * test-cuda-conv-small.c's, test-cuda-conv-fused.c's and test-cuda-conv-screen.c's
- * tests (the backends are test-cuda-layers.h's, set up by test-cuda-conv.c's main()).
+ * test-cuda-conv-small.c's, test-cuda-conv-fused.c's, test-cuda-conv-screen.c's and
+ * test-cuda-conv-phases.c's tests (the backends are test-cuda-layers.h's, set up by
+ * test-cuda-conv.c's main()).
  * Only with TDM_HAVE_CUDA. */
 #pragma once
 
@@ -97,3 +98,5 @@ void test_cuda_conv_add_small (void);
 void test_cuda_conv_add_fused (void);
 /* Registers test-cuda-conv-screen.c's tests (the screen of the candidates' results). */
 void test_cuda_conv_add_screen (void);
+/* Registers test-cuda-conv-phases.c's tests (a strided input gradient by phases). */
+void test_cuda_conv_add_phases (void);

@@ -108,7 +108,7 @@ test_conv_cache(void)
   g_assert_cmpstr(where, ==, path);
 
   /* A good file. */
-  g_assert_true(g_file_set_contents(path, "tandem-conv-choices 6\n"
+  g_assert_true(g_file_set_contents(path, "tandem-conv-choices 7\n"
                                     "fwd n2 h8 w8 c64 o64 k3 p1 s1 bf16\tcudnn:e7:r0:f\t0.012\n",
                                     -1, NULL));
   tdm_conv_cache_reset();
@@ -119,16 +119,17 @@ test_conv_cache(void)
   /* Damaged in each way the reader checks: every one is ignored as a whole. */
   const char *damaged[] = {
     "not a cache\nfwd x\tim2col\t1\n",
-    "tandem-conv-choices 6\nfwd n2\tim2col\n",
-    "tandem-conv-choices 6\nfwd n2\tim2col\t-1\n",
-    "tandem-conv-choices 6\nfwd n2\tim2col\tfast\n",
-    "tandem-conv-choices 6\nfwd n2\tim2col\t1\textra\n",
+    "tandem-conv-choices 7\nfwd n2\tim2col\n",
+    "tandem-conv-choices 7\nfwd n2\tim2col\t-1\n",
+    "tandem-conv-choices 7\nfwd n2\tim2col\tfast\n",
+    "tandem-conv-choices 7\nfwd n2\tim2col\t1\textra\n",
     "tandem-conv-choices 1\nfwd n2\tim2col\t1\n", /* an older version's choices */
     "tandem-conv-choices 2\nfwd n2\tim2col\t1\n", /* before cuDNN ran in chunks */
     "tandem-conv-choices 3\nfwd n2\tim2col\t1\n", /* before cuDNN's fused plans */
     "tandem-conv-choices 4\nfwd n2\tim2col\t1\n", /* before the screen */
     "tandem-conv-choices 5\nfwd n2\tim2col\t1\n", /* before float32's own slack */
-    "tandem-conv-choices 7\nfwd n2\tim2col\t1\n", /* a later version's */
+    "tandem-conv-choices 6\nfwd n2\tim2col\t1\n", /* before the input gradient by phases */
+    "tandem-conv-choices 8\nfwd n2\tim2col\t1\n", /* a later version's */
   };
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     g_assert_true(g_file_set_contents(path, damaged[i], -1, NULL));
@@ -138,10 +139,10 @@ test_conv_cache(void)
     tdm_conv_cache_store("gpu", "wgrad n2", "own:dgrad", 0.5);
     g_autofree char *text = NULL;
     g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-    g_assert_cmpstr(text, ==, "tandem-conv-choices 6\nwgrad n2\town:dgrad\t0.500000\n");
+    g_assert_cmpstr(text, ==, "tandem-conv-choices 7\nwgrad n2\town:dgrad\t0.500000\n");
   }
   /* A NUL byte inside. */
-  g_assert_true(g_file_set_contents(path, "tandem-conv-choices 6\nfwd n2\tim\0x\t1\n", 36,
+  g_assert_true(g_file_set_contents(path, "tandem-conv-choices 7\nfwd n2\tim\0x\t1\n", 36,
                                     NULL));
   tdm_conv_cache_reset();
   g_assert_null(tdm_conv_cache_lookup("gpu", "fwd n2"));

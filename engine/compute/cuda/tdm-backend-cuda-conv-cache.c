@@ -2,7 +2,7 @@
 /* tdm-backend-cuda-conv-cache.c — the convolution engine's choices on disk (tdm-backend-cuda-conv-cache.h).
  *
  * The file:
- *   tandem-conv-choices 6
+ *   tandem-conv-choices 7
  *   <key>\t<candidate>\t<milliseconds>
  * with keys of printable ASCII without tabs and the names of candidates
  * (tdm-backend-cuda-conv-name.h: any other name is damage) (version 2: choices made within
@@ -14,8 +14,10 @@
  * one it leaves out now — cuDNN's engine 62 for a 1×1 weight gradient written as bf16 —
  * that a choice found on disk would bring back untimed; version 6: float32 and tf32
  * choices made within a slack of their own chunk, 256 MiB, where version 5's 64 MiB
- * left out cuDNN plans that need more, e.g. engine 70 for a CNN's batch of 1024; a file
- * of another version is ignored and rebuilt). A replica's column workspace
+ * left out cuDNN plans that need more, e.g. engine 70 for a CNN's batch of 1024; version
+ * 7: with a strided input gradient by phases, "cudnn-phases:…", which version 6's
+ * choices for those keys were made without; a file of another version is ignored and
+ * rebuilt). A replica's column workspace
  * after its choices is a line of the same form, "workspace <SHA-1 of the replica's
  * configuration>" for the key and the bytes for the candidate: the next run of that
  * configuration, whose choices come from this file, sizes its memory by it. It is read whole, once per
@@ -33,7 +35,7 @@
 #include <errno.h>
 #include <string.h>
 
-#define CACHE_HEADER "tandem-conv-choices 6"
+#define CACHE_HEADER "tandem-conv-choices 7"
 #define CACHE_MAX_BYTES ((gsize)4 << 20)
 #define CACHE_MAX_LINES 65536
 #define CACHE_MAX_FIELD 160

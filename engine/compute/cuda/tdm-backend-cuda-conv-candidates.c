@@ -17,24 +17,17 @@
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-fused.h"
 #include "tdm-backend-cuda-conv-name.h"
+#include "tdm-backend-cuda-conv-phases.h"
 #include "tdm-backend-cuda-conv-small.h"
 #include "tdm-conv-columns.h"
 #include "tdm-i18n.h"
 
 #include <math.h>
 
-#define ALIGN 256
-
 static size_t
 up(size_t v, size_t to)
 {
   return (v + to - 1) / to * to;
-}
-
-static gboolean
-aligned16(const void *p)
-{
-  return ((uintptr_t)p & 15u) == 0;
 }
 
 static gboolean
@@ -51,7 +44,7 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
   l->a = a;
   l->dir = dir;
   if (s->n <= 0 || s->h <= 0 || s->w <= 0 || s->c <= 0 || s->out_c <= 0 || s->kernel <= 0 ||
-      s->stride <= 0 || s->pad < 0 || a->work == NULL || !aligned16(a->work))
+      s->stride <= 0 || s->pad < 0 || a->work == NULL || !tdm_conv_aligned16(a->work))
     return FALSE;
   int oh = tdm_conv_out_h(s), ow = tdm_conv_out_w(s);
   if (oh <= 0 || ow <= 0)
@@ -75,13 +68,14 @@ tdm_conv_layout(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, TdmCo
   /* The caller's dy16 is where the layout puts it (the workspace's start), or outside
    * the workspace (the bn before wrote it in place in the gradient region: nothing is
    * reserved for it then), or nowhere. */
-  if (a->dy16 != NULL && (!backward || !aligned16(a->dy16)))
+  if (a->dy16 != NULL && (!backward || !tdm_conv_aligned16(a->dy16)))
     return FALSE;
   gboolean dy16_outside = a->dy16 != NULL && a->dy16 != (const uint16_t *)work;
   size_t w16_at = up(backward && !dy16_outside ? rows * out_c * 2 : 0, 16);
   l->dy16 = !backward ? NULL : dy16_outside ? (uint16_t *)a->dy16 : (uint16_t *)work;
-  l->w16 = a->w16 != NULL && aligned16(a->w16) ? a->w16 : (const uint16_t *)(work + w16_at);
-  l->scratch = work + up(w16_at + out_c * k * 2, ALIGN);
+  l->w16 = a->w16 != NULL && tdm_conv_aligned16(a->w16) ? a->w16
+                                                         : (const uint16_t *)(work + w16_at);
+  l->scratch = work + up(w16_at + out_c * k * 2, TDM_CONV_ALIGN);
   return TRUE;
 }
 
@@ -127,7 +121,7 @@ arena_of(const TdmConvLayout *l, Mode mode)
 static void *
 take(Arena *arena, size_t bytes)
 {
-  char *start = (char *)up((uintptr_t)arena->at, ALIGN);
+  char *start = (char *)up((uintptr_t)arena->at, TDM_CONV_ALIGN);
   if (arena->mode != MEASURE && (start > arena->end || bytes > (size_t)(arena->end - start)))
     return NULL;
   arena->at = start + bytes;
@@ -139,7 +133,7 @@ take(Arena *arena, size_t bytes)
 static void *
 aligned_or_stage(TdmBackend *b, Arena *arena, const void *p, size_t bytes, gboolean copy_in)
 {
-  if (aligned16(p))
+  if (tdm_conv_aligned16(p))
     return (void *)p;
   void *stage = take(arena, bytes);
   if (stage != NULL && copy_in && arena->mode == RUN)
@@ -318,7 +312,7 @@ run_own(TdmBackend *b, const TdmConvLayout *l, Arena *arena)
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
   if (l->dir != TDM_CONV_DGRAD || !l->bf16 || dx_target(a) == NULL ||
-      !aligned16(dx_target(a)) ||
+      !tdm_conv_aligned16(dx_target(a)) ||
       !tdm_k_conv_dgrad_bf16_fits(CUDA_B(b)->major, s->c, s->out_c, s->kernel, s->kernel,
                                   s->pad, s->stride))
     return FALSE;
@@ -381,7 +375,7 @@ image_staged(const TdmConvLayout *l, int pad_c)
 {
   const TdmConvArgs *a = l->a;
   return l->bf16 && l->dir != TDM_CONV_DGRAD &&
-         (pad_c > 0 || !input_is_bf16(a) || !aligned16(a->x));
+         (pad_c > 0 || !input_is_bf16(a) || !tdm_conv_aligned16(a->x));
 }
 
 /* The chunks a cuDNN candidate runs the call in (tdm-backend-cuda-conv-chunks.h): even
@@ -441,11 +435,11 @@ route_of(const TdmConvLayout *l, const TdmConvCandidate *c, const void *target, 
    * float32 sum (run_cudnn()). */
   if (l->dir == TDM_CONV_WGRAD && !wide && c->chunks.count > 1)
     return ROUTE_STAGED;
-  if (wide != target16 && aligned16(target))
+  if (wide != target16 && tdm_conv_aligned16(target))
     return ROUTE_DIRECT;
   /* A large bf16 result for a float32 destination: widened in place (widen_in_place()),
    * with a small tail staged. */
-  if (!wide && !target16 && aligned16(target) && count % 8 == 0 &&
+  if (!wide && !target16 && tdm_conv_aligned16(target) && count % 8 == 0 &&
       count >= 4 * IN_PLACE_TAIL)
     return ROUTE_IN_PLACE;
   return ROUTE_STAGED;
@@ -658,6 +652,13 @@ call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *ar
     arena->at = MAX(arena->at, (char *)l->a->work + need);
     return took;
   }
+  case TDM_CONV_CUDNN_PHASES: {
+    /* Its own layout of the scratch too (tdm-backend-cuda-conv-phases.c). */
+    size_t need = 0;
+    gboolean took = tdm_conv_phases_call(b, l, c, arena->mode == RUN, &need, error);
+    arena->at = MAX(arena->at, (char *)l->a->work + need);
+    return took;
+  }
   }
   return FALSE;
 }
@@ -726,6 +727,7 @@ tdm_conv_candidate_free(TdmConvCandidate *c)
     tdm_cudnn_plan_free(c->plan);
   if (c->rest_plan != NULL)
     tdm_cudnn_plan_free(c->rest_plan);
+  tdm_conv_phases_free(c->phases);
   g_free(c);
 }
 
@@ -900,5 +902,7 @@ tdm_conv_candidates_for(TdmBackend *b, const TdmConvLayout *l, const char *only)
     add_cudnn(b, l, list, only);
   if (only == NULL || g_str_has_prefix(only, "cudnn-fused:"))
     tdm_conv_fused_add(b, l, list, only);
+  if (only == NULL || g_str_has_prefix(only, "cudnn-phases:"))
+    tdm_conv_phases_add(b, l, list, only);
   return list;
 }

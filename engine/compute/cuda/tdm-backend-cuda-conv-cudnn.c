@@ -109,17 +109,15 @@ finalize(Build *bd, cudnnBackendDescriptor_t d, const char *what)
 }
 
 cudnnBackendDescriptor_t
-tdm_cudnn_build_tensor(TdmCudnnBuild *bd, int64_t uid, int type, int64_t n, int64_t c,
-                       int64_t h, int64_t w, gboolean is_virtual)
+tdm_cudnn_build_view(TdmCudnnBuild *bd, int64_t uid, int type, const TdmCudnnView *v,
+                     gboolean is_virtual)
 {
   cudnnBackendDescriptor_t t = make(bd, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  int64_t dims[4] = {n, c, h, w};
-  int64_t strides[4] = {h * w * c, 1, w * c, c};
   int64_t alignment = TDM_CUDNN_ALIGNMENT;
   bool virtual_flag = is_virtual;
   set(bd, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, "tensor type");
-  set(bd, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, "tensor dimensions");
-  set(bd, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, "tensor strides");
+  set(bd, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, v->dims, "tensor dimensions");
+  set(bd, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, v->strides, "tensor strides");
   set(bd, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor id");
   set(bd, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment,
       "tensor alignment");
@@ -130,19 +128,28 @@ tdm_cudnn_build_tensor(TdmCudnnBuild *bd, int64_t uid, int type, int64_t n, int6
   return t;
 }
 
-static cudnnBackendDescriptor_t
-tensor(Build *bd, int64_t uid, int type, int64_t n, int64_t c, int64_t h, int64_t w)
+TdmCudnnView
+tdm_cudnn_packed(int64_t n, int64_t c, int64_t h, int64_t w)
 {
-  return tdm_cudnn_build_tensor(bd, uid, type, n, c, h, w, FALSE);
+  TdmCudnnView v = {{n, c, h, w}, {h * w * c, 1, w * c, c}};
+  return v;
 }
 
 cudnnBackendDescriptor_t
-tdm_cudnn_build_convolution(TdmCudnnBuild *bd, const TdmConvShape *s)
+tdm_cudnn_build_tensor(TdmCudnnBuild *bd, int64_t uid, int type, int64_t n, int64_t c,
+                       int64_t h, int64_t w, gboolean is_virtual)
+{
+  TdmCudnnView v = tdm_cudnn_packed(n, c, h, w);
+  return tdm_cudnn_build_view(bd, uid, type, &v, is_virtual);
+}
+
+cudnnBackendDescriptor_t
+tdm_cudnn_build_convolution_padded(TdmCudnnBuild *bd, int64_t stride, const int64_t pre[2],
+                                   const int64_t post[2])
 {
   cudnnBackendDescriptor_t conv = make(bd, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   int compute = CUDNN_DATA_FLOAT, mode = CUDNN_CROSS_CORRELATION;
-  int64_t dims = 2, ones[2] = {1, 1}, strides[2] = {s->stride, s->stride};
-  int64_t pads[2] = {s->pad, s->pad};
+  int64_t dims = 2, ones[2] = {1, 1}, strides[2] = {stride, stride};
   set(bd, conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute,
       "convolution compute type");
   set(bd, conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode,
@@ -151,25 +158,46 @@ tdm_cudnn_build_convolution(TdmCudnnBuild *bd, const TdmConvShape *s)
       "convolution dimensions");
   set(bd, conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones, "dilations");
   set(bd, conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides, "strides");
-  set(bd, conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads, "padding");
-  set(bd, conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads, "padding");
+  set(bd, conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pre, "padding");
+  set(bd, conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, post, "padding");
   finalize(bd, conv, "convolution descriptor");
   return conv;
+}
+
+cudnnBackendDescriptor_t
+tdm_cudnn_build_convolution(TdmCudnnBuild *bd, const TdmConvShape *s)
+{
+  int64_t pads[2] = {s->pad, s->pad};
+  return tdm_cudnn_build_convolution_padded(bd, s->stride, pads, pads);
 }
 
 cudnnBackendDescriptor_t
 tdm_cudnn_build_conv_graph(TdmCudnnBuild *bd, cudnnHandle_t handle, TdmConvDirection dir,
                            const TdmConvShape *s, int operand, int output)
 {
-  int oh = tdm_conv_out_h(s), ow = tdm_conv_out_w(s);
+  TdmCudnnView image = tdm_cudnn_packed(s->n, s->c, s->h, s->w);
+  TdmCudnnView filter = tdm_cudnn_packed(s->out_c, s->c, s->kernel, s->kernel);
+  TdmCudnnView out = tdm_cudnn_packed(s->n, s->out_c, tdm_conv_out_h(s), tdm_conv_out_w(s));
+  int64_t pads[2] = {s->pad, s->pad};
+  return tdm_cudnn_build_view_graph(bd, handle, dir, &image, &filter, &out, s->stride, pads,
+                                    pads, operand, output);
+}
+
+cudnnBackendDescriptor_t
+tdm_cudnn_build_view_graph(TdmCudnnBuild *bd, cudnnHandle_t handle, TdmConvDirection dir,
+                           const TdmCudnnView *image_view, const TdmCudnnView *filter_view,
+                           const TdmCudnnView *out_view, int64_t stride, const int64_t pre[2],
+                           const int64_t post[2], int operand, int output)
+{
   int image_type = dir == TDM_CONV_DGRAD ? output : operand;
   int filter_type = dir == TDM_CONV_WGRAD ? output : operand;
   int out_type = dir == TDM_CONV_FORWARD ? output : operand;
-  cudnnBackendDescriptor_t image = tensor(bd, UID_IMAGE, image_type, s->n, s->c, s->h, s->w);
+  cudnnBackendDescriptor_t image = tdm_cudnn_build_view(bd, UID_IMAGE, image_type, image_view,
+                                                        FALSE);
   cudnnBackendDescriptor_t filter =
-      tensor(bd, UID_FILTER, filter_type, s->out_c, s->c, s->kernel, s->kernel);
-  cudnnBackendDescriptor_t out = tensor(bd, UID_OUT, out_type, s->n, s->out_c, oh, ow);
-  cudnnBackendDescriptor_t conv = tdm_cudnn_build_convolution(bd, s);
+      tdm_cudnn_build_view(bd, UID_FILTER, filter_type, filter_view, FALSE);
+  cudnnBackendDescriptor_t out = tdm_cudnn_build_view(bd, UID_OUT, out_type, out_view, FALSE);
+  cudnnBackendDescriptor_t conv = tdm_cudnn_build_convolution_padded(bd, stride, pre, post);
 
   static const int kinds[] = {
     [TDM_CONV_FORWARD] = CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,

@@ -78,6 +78,20 @@ void tdm_cudnn_build_set (TdmCudnnBuild *bd, cudnnBackendDescriptor_t d, int nam
                           int64_t count, const void *value, const char *what);
 void tdm_cudnn_build_finalize (TdmCudnnBuild *bd, cudnnBackendDescriptor_t d,
                                const char *what);
+/* A tensor's dimensions and strides in elements, in the order n, c, h, w (a KRSC
+ * filter: k for n), as cuDNN's descriptors take them: a packed NHWC tensor
+ * (tdm_cudnn_packed()), or a view of one (every other row and column of it, some rows
+ * of it: the input gradient by phases, tdm-backend-cuda-conv-phases.h). */
+typedef struct {
+  int64_t dims[4];
+  int64_t strides[4];
+} TdmCudnnView;
+
+TdmCudnnView tdm_cudnn_packed (int64_t n, int64_t c, int64_t h, int64_t w);
+/* A finalized tensor of view v, 16-byte aligned, identified by uid in a variant pack; a
+ * virtual one is a graph's intermediate, never stored. */
+cudnnBackendDescriptor_t tdm_cudnn_build_view (TdmCudnnBuild *bd, int64_t uid, int type,
+                                               const TdmCudnnView *v, gboolean is_virtual);
 /* A finalized tensor of n × c × h × w stored NHWC (a KRSC filter: k for n; a per-channel
  * vector: 1 × c × 1 × 1), 16-byte aligned, identified by uid in a variant pack; a virtual
  * one is a graph's intermediate, never stored. */
@@ -87,6 +101,11 @@ cudnnBackendDescriptor_t tdm_cudnn_build_tensor (TdmCudnnBuild *bd, int64_t uid,
 /* A finalized 2-D cross-correlation of shape s (stride, padding; float32 sums). */
 cudnnBackendDescriptor_t tdm_cudnn_build_convolution (TdmCudnnBuild *bd,
                                                       const TdmConvShape *s);
+/* A finalized 2-D cross-correlation of this stride and padding before and after (rows,
+ * columns; float32 sums). */
+cudnnBackendDescriptor_t tdm_cudnn_build_convolution_padded (TdmCudnnBuild *bd, int64_t stride,
+                                                             const int64_t pre[2],
+                                                             const int64_t post[2]);
 /* The plans of a finalized graph: the heuristics of each of `modes` (cudnnBackendHeurMode_t)
  * listed one after the other (a rank is a place in that list; a later mode's engine that
  * an earlier one gave a plan is left out), finalized as tdm_cudnn_conv_plans() says
@@ -105,6 +124,17 @@ GPtrArray *tdm_cudnn_build_plans (TdmCudnnBuild *bd, cudnnHandle_t handle,
 cudnnBackendDescriptor_t tdm_cudnn_build_conv_graph (TdmCudnnBuild *bd, cudnnHandle_t handle,
                                                      TdmConvDirection dir,
                                                      const TdmConvShape *s, int operand,
+                                                     int output);
+/* The same graph over views of the tensors (image: x or dx, filter: w or dw, out: y or
+ * dy), of this stride and padding before and after: the pointers tdm_cudnn_plan_run()
+ * passes are where each view starts. */
+cudnnBackendDescriptor_t tdm_cudnn_build_view_graph (TdmCudnnBuild *bd, cudnnHandle_t handle,
+                                                     TdmConvDirection dir,
+                                                     const TdmCudnnView *image,
+                                                     const TdmCudnnView *filter,
+                                                     const TdmCudnnView *out, int64_t stride,
+                                                     const int64_t pre[2],
+                                                     const int64_t post[2], int operand,
                                                      int output);
 /* Ends bd without plans (a caller that makes its own from the graph, such as a
  * benchmark): its descriptors go once no plan of tdm_cudnn_build_plans() keeps them. */

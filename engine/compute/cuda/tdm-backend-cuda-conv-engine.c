@@ -13,9 +13,13 @@
  * model, so every device of a kind agrees. A timed choice is found again on disk by
  * the next run, so two runs on one kind of GPU compute alike.
  * TANDEM_CONV=im2col turns the engine off (the replica's own composition, exactly as
- * before); =cudnn, =cudnn-fused or =own prefers that kind wherever it takes the shape.
+ * before); =cudnn, =cudnn-fused, =cudnn-phases or =own prefers that kind wherever it
+ * takes the shape.
  * The rule never prefers a fused cuDNN plan (compiled at run time, seconds a shape)
- * over another candidate: it is the rule's choice only where it is the only one.
+ * or an input gradient by phases over another candidate: it is the rule's choice only
+ * where it is the only one. A phases candidate that cuDNN refuses as it runs (its views
+ * taken when its plans were built) is refused for its key from then on, and the choice
+ * made again without it (mend()): a run of the engine's own choice never fails for it.
  *
  * A timing is also a screen (tdm-backend-cuda-conv-screen.h), as far as the choice
  * needs: the reference candidate (the least rounding: a float32 result first, im2col
@@ -30,7 +34,7 @@
  * kept, with no comparison. So a timed key costs one read-back and, as a rule, one
  * upload of its result; the screen asks the workspace for no more than the candidates
  * need (a piece's room where they need less), and a first run's workspace is no larger
- * than its timings' needs. The disk cache (version 6) holds only screened choices.
+ * than its timings' needs. The disk cache (version 7) holds only screened choices.
  */
 #include "tdm-backend-cuda-conv-engine.h"
 #include "tdm-backend-cuda-conv-budget.h"
@@ -57,6 +61,7 @@ struct _TdmConvEngine {
   void *host;                  /* the screens' host memory, kept from one timing to the */
   size_t host_bytes;           /* next (host_take()) until a capture begins */
   gboolean host_pinned;
+  GHashTable *refused;         /* "<key>\t<name>": candidates cuDNN refused as they ran */
 };
 
 /* The most any timing asked of a workspace in the process (tests:
@@ -104,6 +109,7 @@ engine(TdmBackend *b)
     return cb->conv;
   TdmConvEngine *e = g_new0(TdmConvEngine, 1);
   e->choices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, choice_free);
+  e->refused = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   e->model = model_of(b->device_index, b);
   cb->conv = e;
   return e;
@@ -131,6 +137,7 @@ tdm_cuda_conv_engine_free(TdmBackend *b)
   if (e != NULL) {
     tdm_cuda_conv_engine_release_host(b);
     g_hash_table_destroy(e->choices);
+    g_hash_table_destroy(e->refused);
     if (e->start != NULL)
       (void)cudaEventDestroy(e->start);
     if (e->stop != NULL)
@@ -158,6 +165,8 @@ forced_kind(gboolean *off)
     return TDM_CONV_CUDNN;
   if (g_str_equal(v, "cudnn-fused"))
     return TDM_CONV_CUDNN_FUSED;
+  if (g_str_equal(v, "cudnn-phases"))
+    return TDM_CONV_CUDNN_PHASES;
   if (g_str_equal(v, "own"))
     return TDM_CONV_OWN;
   return -1;
@@ -581,6 +590,14 @@ within_budget(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, size_t *mo
   }
 }
 
+/* Whether cuDNN refused candidate `name` for key as it ran (mend()). */
+static gboolean
+refused(TdmConvEngine *e, const char *key, const char *name)
+{
+  g_autofree char *entry = g_strdup_printf("%s\t%s", key, name);
+  return g_hash_table_contains(e->refused, entry);
+}
+
 /* Makes the choice for key (no lock of its own): the process's (or the disk's) choice
  * for the key where there is one and it still takes the call, else the fastest
  * candidate within the budget whose result the screen keeps, timed now (after the
@@ -604,7 +621,7 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
   TdmConvEngine *e = engine(b);
   *timed = FALSE;
   g_autofree char *cached = forced < 0 && !untimed ? tdm_conv_cache_lookup(e->model, key) : NULL;
-  if (cached != NULL) {
+  if (cached != NULL && !refused(e, key, cached)) {
     g_autoptr(GPtrArray) one = tdm_conv_candidates_for(b, l, cached);
     if (one->len == 1 && (l->a->work_limit == 0 ||
                           tdm_conv_candidate_need(b, l, g_ptr_array_index(one, 0)) <=
@@ -612,6 +629,9 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
       return g_ptr_array_steal_index(one, 0);
   }
   g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, l, NULL);
+  for (guint i = list->len; i-- > 0;)
+    if (refused(e, key, ((TdmConvCandidate *)g_ptr_array_index(list, i))->name))
+      g_ptr_array_remove_index(list, i);
   if (forced >= 0) {
     gboolean any = FALSE;
     for (guint i = 0; i < list->len; i++)
@@ -710,13 +730,46 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
   return chosen;
 }
 
+static void run (TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
+                 gboolean mend_refusal);
+
+/* Mends a failed run of the layout's chosen candidate c where cuDNN refused one of its
+ * phases' plans as it ran (a view it took as the plan was built: not for want of
+ * workspace, nor on a failed backend): c is refused for its key from now on (not on
+ * disk: the next choice's timing overwrites the key's line there), the choice is made
+ * again without it, and run where the workspace holds it (the call's outputs are
+ * written whole again). FALSE where it cannot be mended. c is freed. */
+static gboolean
+mend(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, const char *error)
+{
+  if (c->kind != TDM_CONV_CUDNN_PHASES || tdm_backend_failed(b) ||
+      tdm_conv_candidate_need(b, l, c) > l->a->work_bytes)
+    return FALSE;
+  TdmConvEngine *e = engine(b);
+  g_autofree char *key = key_of(b, l);
+  g_message("%s: convolution candidate %s refused by cuDNN as it ran (%s): %s chosen again "
+            "without it", b->name, c->name, error, key);
+  g_hash_table_add(e->refused, g_strdup_printf("%s\t%s", key, c->name));
+  g_hash_table_remove(e->choices, key);
+  gboolean prepared = TRUE;
+  size_t want = 0;
+  TdmConvCandidate *again = choose(b, l, &prepared, &want);
+  if (again == NULL || tdm_conv_candidate_need(b, l, again) > l->a->work_bytes)
+    return FALSE;
+  run(b, l, again, TRUE);
+  return TRUE;
+}
+
+/* Runs candidate c; a failure fails the backend, but for a refusal mend() mends where
+ * mend_refusal (the engine's own choice, not a test's candidate by name). */
 static void
-run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c)
+run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboolean mend_refusal)
 {
   char *error = NULL;
-  if (!tdm_conv_candidate_run(b, l, c, &error))
-    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s: convolution (%s): %s"), b->name,
-                     c->name, error);
+  g_autofree char *name = g_strdup(c->name);
+  if (!tdm_conv_candidate_run(b, l, c, &error) && !(mend_refusal && mend(b, l, c, error)))
+    tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s: convolution (%s): %s"), b->name, name,
+                     error);
   g_free(error);
 }
 
@@ -751,7 +804,7 @@ tdm_cuda_conv_engine_forward(TdmBackend *b, const TdmConvArgs *a)
     return FALSE;
   if (!prepared)
     tdm_conv_prepare(b, &l);
-  run(b, &l, c);
+  run(b, &l, c, TRUE);
   return TRUE;
 }
 
@@ -784,9 +837,9 @@ tdm_cuda_conv_engine_backward(TdmBackend *b, const TdmConvArgs *a)
     return FALSE;
   if (!prepared)
     tdm_conv_prepare(b, &lw);
-  run(b, &lw, cw);
+  run(b, &lw, cw, TRUE);
   if (want_dx)
-    run(b, &ld, cd);
+    run(b, &ld, cd, TRUE);
   return TRUE;
 }
 
@@ -804,6 +857,7 @@ tdm_cuda_conv_choices(TdmBackend *b, TdmConvChoices *counts)
     const Choice *choice = value;
     switch (choice->chosen->kind) {
     case TDM_CONV_CUDNN:
+    case TDM_CONV_CUDNN_PHASES:
       counts->cudnn++;
       break;
     case TDM_CONV_CUDNN_FUSED:
@@ -874,7 +928,7 @@ tdm_cuda_conv_run_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection di
   if (c == NULL || tdm_conv_candidate_need(b, &l, c) > a->work_bytes)
     return FALSE;
   tdm_conv_prepare(b, &l);
-  run(b, &l, c);
+  run(b, &l, c, FALSE);
   return TRUE;
 }
 

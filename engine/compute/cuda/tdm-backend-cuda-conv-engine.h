@@ -24,7 +24,10 @@
  *   (tdm-backend-cuda-conv-name.h spells the names);
  * - "cudnn-fused:eE:rR:f" / ":h": a bf16 forward whose input the bn before normalizes
  *   (stored as bf16), as one cuDNN graph that applies the bn and its ReLU as it reads x
- *   (tdm-backend-cuda-conv-fused.h): no copy of the input.
+ *   (tdm-backend-cuda-conv-fused.h): no copy of the input;
+ * - "cudnn-phases:eE:rR:f" / ":h": a strided input gradient as one stride-1 cuDNN
+ *   forward of engine E per output phase, each writing a strided view of dx
+ *   (tdm-backend-cuda-conv-phases.h).
  */
 #pragma once
 
@@ -42,7 +45,10 @@ typedef enum {
   TDM_CONV_OWN,
   TDM_CONV_CUDNN,
   TDM_CONV_CUDNN_FUSED,
+  TDM_CONV_CUDNN_PHASES,
 } TdmConvKind;
+
+typedef struct _TdmConvPhases TdmConvPhases;
 
 typedef struct {
   TdmConvKind kind;
@@ -52,6 +58,7 @@ typedef struct {
   gboolean float_out;          /* cuDNN: writes float32 itself */
   int pad_c;                   /* cuDNN: the input's channels padded to this, or 0 */
   gboolean fused_relu;         /* cuDNN fused: its graph applies the bn's ReLU */
+  TdmConvPhases *phases;       /* cuDNN phases: the phases and their plans */
   double ms;                   /* measured, or 0 */
   char name[80];
 } TdmConvCandidate;
@@ -69,6 +76,29 @@ typedef struct {
   char *scratch;               /* where a candidate's own scratch starts */
 } TdmConvLayout;
 
+/* Where each piece of a candidate's scratch starts: a multiple of this from address 0. */
+#define TDM_CONV_ALIGN 256
+
+/* Whether p is 16-byte aligned, as every pointer a cuDNN plan takes. */
+static inline gboolean
+tdm_conv_aligned16(const void *p)
+{
+  return ((uintptr_t)p & 15u) == 0;
+}
+
+/* A piece of `bytes` of a candidate's own scratch (the fused and phases candidates lay
+ * out theirs) from the first TDM_CONV_ALIGN boundary at or after work + *at; *at past
+ * it. */
+static inline void *
+tdm_conv_piece(char *work, size_t *at, size_t bytes)
+{
+  uintptr_t p = (uintptr_t)(work + *at);
+  *at = (size_t)((p + TDM_CONV_ALIGN - 1) / TDM_CONV_ALIGN * TDM_CONV_ALIGN - (uintptr_t)work);
+  void *piece = work + *at;
+  *at += bytes;
+  return piece;
+}
+
 /* tdm-backend-cuda-conv-candidates.c */
 
 /* Lays out a call of direction dir (for backward, dy16 where the caller put it or where
@@ -84,7 +114,8 @@ gboolean tdm_conv_layout (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection 
 void tdm_conv_prepare (TdmBackend *b, const TdmConvLayout *l);
 /* Every candidate that takes the call, in a workspace of its need (the engine's budget,
  * tdm-backend-cuda-conv-budget.h, then decides which may be chosen), in a fixed order
- * (im2col, own, then cuDNN's in its heuristics' order, then cuDNN's fused), every one
+ * (im2col, own, then cuDNN's in its heuristics' order, then cuDNN's fused, then its
+ * phases), every one
  * deterministic (cuDNN's NONDETERMINISTIC engines are never offered).
  * With `only`, that one candidate (a cached choice: no other plan is built), if it
  * still takes the call. */

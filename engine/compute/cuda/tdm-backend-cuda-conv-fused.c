@@ -15,22 +15,6 @@
 #include "tdm-backend-cuda-conv-fused-graph.h"
 #include "tdm-backend-cuda-conv-name.h"
 
-#define ALIGN 256
-
-static gboolean
-aligned16(const void *p)
-{
-  return ((uintptr_t)p & 15u) == 0;
-}
-
-/* The byte offset from `work` of the first ALIGN boundary at or after work + at. */
-static size_t
-boundary(const char *work, size_t at)
-{
-  uintptr_t p = (uintptr_t)(work + at);
-  return (size_t)((p + ALIGN - 1) / ALIGN * ALIGN - (uintptr_t)work);
-}
-
 /* Where the call writes: the forward's y16 as bf16 or y as float32 (*type, cuDNN's);
  * the weight gradient's dw (float32). NULL when nowhere. */
 static void *
@@ -58,13 +42,14 @@ takes(const TdmConvLayout *l)
   const TdmConvArgs *a = l->a;
   int type;
   void *out = destination(l, &type);
-  gboolean operands = l->dir == TDM_CONV_FORWARD ? aligned16(l->w16)
-                      : l->dir == TDM_CONV_WGRAD ? l->dy16 != NULL && aligned16(l->dy16)
-                                                 : FALSE;
+  gboolean operands =
+      l->dir == TDM_CONV_FORWARD ? tdm_conv_aligned16(l->w16)
+      : l->dir == TDM_CONV_WGRAD ? l->dy16 != NULL && tdm_conv_aligned16(l->dy16)
+                                 : FALSE;
   return l->bf16 && operands && a->shape.c % 8 == 0 && a->shape.out_c % 8 == 0 &&
          a->bn_mean != NULL && a->bn_invstd != NULL && a->bn_gamma != NULL &&
          a->bn_beta != NULL && a->x_type == TDM_DTYPE_BF16 && a->x != NULL &&
-         aligned16(a->x) && out != NULL && aligned16(out);
+         tdm_conv_aligned16(a->x) && out != NULL && tdm_conv_aligned16(out);
 }
 
 /* The candidate's room in the workspace for a plan of `workspace` bytes. */
@@ -81,22 +66,15 @@ room_of(const TdmConvLayout *l, const TdmConvCandidate *c)
   const TdmConvShape *s = &l->a->shape;
   char *work = l->a->work;
   size_t vector = (size_t)s->c * sizeof(float);
-  size_t at = boundary(work, (size_t)(l->scratch - work));
+  size_t at = (size_t)(l->scratch - work);
   Room r = {0};
-  r.scale = (float *)(work + at);
-  at = boundary(work, at + vector);
-  r.shift = (float *)(work + at);
-  at += vector;
-  if (l->dir == TDM_CONV_WGRAD && !c->float_out) {
-    at = boundary(work, at);
-    r.stage = (uint16_t *)(work + at);
-    at += (size_t)s->out_c * s->kernel * s->kernel * s->c * sizeof(uint16_t);
-  }
-  if (c->plan->workspace > 0) {
-    at = boundary(work, at);
-    r.workspace = work + at;
-    at += (size_t)c->plan->workspace;
-  }
+  r.scale = tdm_conv_piece(work, &at, vector);
+  r.shift = tdm_conv_piece(work, &at, vector);
+  if (l->dir == TDM_CONV_WGRAD && !c->float_out)
+    r.stage = tdm_conv_piece(work, &at,
+                             (size_t)s->out_c * s->kernel * s->kernel * s->c * sizeof(uint16_t));
+  if (c->plan->workspace > 0)
+    r.workspace = tdm_conv_piece(work, &at, (size_t)c->plan->workspace);
   r.need = at;
   return r;
 }

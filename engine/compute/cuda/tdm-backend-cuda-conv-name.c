@@ -6,12 +6,19 @@
 #include <errno.h>
 #include <string.h>
 
+/* The kind's word before ":e". */
+static const char *
+prefix(const TdmCudnnName *n)
+{
+  return n->fused ? "cudnn-fused" : n->phases ? "cudnn-phases" : "cudnn";
+}
+
 char *
 tdm_cudnn_name_format(const TdmCudnnName *n)
 {
   g_autofree char *chunk = n->chunk > 0 ? g_strdup_printf(":n%d", n->chunk) : g_strdup("");
-  return g_strdup_printf("%s:e%" G_GINT64_FORMAT ":r%d:%c%s%s",
-                         n->fused ? "cudnn-fused" : "cudnn", n->engine, n->rank, n->out,
+  return g_strdup_printf("%s:e%" G_GINT64_FORMAT ":r%d:%c%s%s", prefix(n), n->engine, n->rank,
+                         n->out,
                          n->padded ? ":c8" : "", chunk);
 }
 
@@ -38,9 +45,10 @@ tdm_cudnn_name_parse(const char *name, TdmCudnnName *n)
   if (name == NULL)
     return FALSE;
   n->fused = g_str_has_prefix(name, "cudnn-fused:e");
-  if (!n->fused && !g_str_has_prefix(name, "cudnn:e"))
+  n->phases = g_str_has_prefix(name, "cudnn-phases:e");
+  if (!n->fused && !n->phases && !g_str_has_prefix(name, "cudnn:e"))
     return FALSE;
-  const char *p = name + strlen(n->fused ? "cudnn-fused:e" : "cudnn:e");
+  const char *p = name + strlen(prefix(n)) + 2;
   gint64 rank = 0, chunk = 0;
   if (!number(&p, G_MAXINT64, &n->engine) || !g_str_has_prefix(p, ":r"))
     return FALSE;
@@ -60,8 +68,9 @@ tdm_cudnn_name_parse(const char *name, TdmCudnnName *n)
       return FALSE;
     n->chunk = (int)chunk;
   }
-  /* A fused plan reads the caller's input itself: never padded, never in chunks. */
-  if (*p != '\0' || (n->fused && (n->padded || n->chunk > 0)))
+  /* A fused plan reads the caller's input itself, and phases the whole dy: never padded,
+   * never in chunks. */
+  if (*p != '\0' || ((n->fused || n->phases) && (n->padded || n->chunk > 0)))
     return FALSE;
   /* One spelling: no leading zeros (the numbers read back as written). */
   g_autofree char *again = tdm_cudnn_name_format(n);
