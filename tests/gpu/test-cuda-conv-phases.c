@@ -273,7 +273,7 @@ test_phases_not_offered(void)
   for (guint i = 0; i < G_N_ELEMENTS(others) + 1; i++) {
     const Case *c = i < G_N_ELEMENTS(others) ? &others[i] : &phase_cases[0];
     if (i == G_N_ELEMENTS(others))
-      g_setenv("TANDEM_CUDNN_PHASES", "0", TRUE);
+      g_setenv("TANDEM_CUDNN_PHASES", "0", TRUE); /* as when unset: off until run on a GPU */
     Problem p;
     problem_init(&p, c, NULL);
     Device d;
@@ -289,12 +289,15 @@ test_phases_not_offered(void)
     device_clear(&d);
     problem_clear(&p);
   }
-  g_unsetenv("TANDEM_CUDNN_PHASES");
+  g_setenv("TANDEM_CUDNN_PHASES", "1", TRUE);
 }
 
 void
 test_cuda_conv_add_phases(void)
 {
+  /* The candidates are offered only when asked for until they have run on a GPU
+   * (tdm-backend-cuda-conv-phases.c's phases_wanted()). */
+  g_setenv("TANDEM_CUDNN_PHASES", "1", TRUE);
   g_test_add_func("/cuda-conv/phases", test_phases);
   g_test_add_func("/cuda-conv/phases-forced", test_phases_forced);
   g_test_add_func("/cuda-conv/phases-not-offered", test_phases_not_offered);

@@ -241,12 +241,21 @@ candidate_of(TdmBackend *b, const TdmConvLayout *l, int first, TdmCudnnPlan *lea
   return c;
 }
 
+/* Offered only with TANDEM_CUDNN_PHASES=1 until the candidates have run on a GPU (built
+ * and tested on the CPU side only, 2026-12-08); a name asked for (a test's, or a cached
+ * choice made with it on) is always offered. */
+static gboolean
+phases_wanted(const char *only)
+{
+  return only != NULL || g_strcmp0(g_getenv("TANDEM_CUDNN_PHASES"), "1") == 0;
+}
+
 void
 tdm_conv_phases_add(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, const char *only)
 {
   TdmCudnnName wanted;
   if ((only != NULL && (!tdm_cudnn_name_parse(only, &wanted) || !wanted.phases)) || !takes(l) ||
-      g_strcmp0(g_getenv("TANDEM_CUDNN_PHASES"), "0") == 0)
+      !phases_wanted(only))
     return;
   cudnnHandle_t handle = tdm_conv_cudnn_handle(b);
   if (handle == NULL || CUDA_B(b)->capturing)
