@@ -11,7 +11,9 @@
  * gradient, or a projection's compact one, and the block's start sums the two shares in
  * float32, rounded once, with the sums of the bn below in the same pass where it can,
  * start_sums_bn()); outputs that have no buffer (a frozen bn's, the stem's, a
- * projection's conv) computed again as the forward computed them. Each layer's
+ * projection's conv) computed again as the forward computed them, the stem's with its
+ * bn and its weight gradient in two passes of the backend where it takes them
+ * (stem_bn_in_two_passes()). Each layer's
  * parameters are announced to the gradient all-reduce as their gradients are ready. A
  * conv layer's own backward is tdm-replica-conv.c's, the forward walk
  * tdm-replica-forward.c's. */

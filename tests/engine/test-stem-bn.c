@@ -7,12 +7,10 @@
  * between the passes); the passes ran in every step of every replica, and not at all
  * with TANDEM_STEM_BN=0; the memory plan is the same either way. The passes' own bits
  * are test-backend-cpu-stem-bn.c's. */
-#include "tdm-dataset.h"
+#include "stem-bn-run.h"
 #include "tdm-network.h"
 #include "tdm-replica-private.h"
 #include "tdm-replica.h"
-#include "tdm-trainer-private.h"
-#include "tdm-trainer.h"
 
 #include <string.h>
 
@@ -21,32 +19,10 @@
 static const char stem_net[] = "conv32k3p1,bn,relu,res(conv32k3p1,bn,relu,conv32k3p1,bn),relu,"
                                "res(conv48k3s2p1,bn,relu,conv48k3p1,bn),relu,gap,fc10";
 #define SIDE 8
-#define IMAGES 96
 #define BATCH 16
 #define STEPS 3
 
-static TdmDatasetPair *
-colour_images(void)
-{
-  size_t bytes = (size_t)IMAGES * SIDE * SIDE * 3;
-  uint8_t *images = g_new(uint8_t, bytes), *labels = g_new(uint8_t, IMAGES);
-  GRand *rand = g_rand_new_with_seed(31);
-  for (size_t i = 0; i < bytes; i++)
-    images[i] = (uint8_t)g_rand_int_range(rand, 0, 256);
-  for (int i = 0; i < IMAGES; i++)
-    labels[i] = (uint8_t)(i % 10);
-  g_rand_free(rand);
-  TdmDatasetPair *pair = g_new0(TdmDatasetPair, 1);
-  pair->name = g_strdup("stem");
-  pair->train = tdm_dataset_new_take("stem (train)", IMAGES, SIDE, SIDE, 3, 10,
-                                     g_memdup2(images, bytes), g_memdup2(labels, IMAGES));
-  pair->test = tdm_dataset_new_take("stem (test)", IMAGES, SIDE, SIDE, 3, 10, images, labels);
-  return pair;
-}
-
-/* The parameters after STEPS bf16 SGD steps of stem_net on `devices`, TANDEM_STEM_BN
- * set to `stem_bn` while the trainer makes its replicas (NULL: unset); *runs the
- * backward walks that took the two passes, every replica's. */
+/* The parameters after STEPS bf16 SGD steps of stem_net on `devices` (stem_bn_train()). */
 static float *
 train(const TdmDatasetPair *data, const char *devices, TdmBatchNorm bn, const char *stem_bn,
       size_t *count, guint64 *runs)
@@ -65,17 +41,7 @@ train(const TdmDatasetPair *data, const char *devices, TdmBatchNorm bn, const ch
   cfg->batch = BATCH;
   cfg->max_steps = STEPS;
   cfg->seed = 7;
-  if (stem_bn != NULL)
-    g_assert_true(g_setenv("TANDEM_STEM_BN", stem_bn, TRUE));
-  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
-  tdm_trainer_set_dataset(trainer, data);
-  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
-  g_unsetenv("TANDEM_STEM_BN");
-  g_assert_no_error(error);
-  *runs = trainer->stem_bn_runs;
-  const float *params = tdm_trainer_get_parameters(trainer, count);
-  g_assert_nonnull(params);
-  return g_memdup2(params, *count * sizeof(float));
+  return stem_bn_train(cfg, data, stem_bn, count, runs);
 }
 
 /* The network is one whose stem keeps no output in a bf16 run on a CPU, the shape the
@@ -106,7 +72,7 @@ test_stem_taken(void)
 static void
 test_same_bits(void)
 {
-  g_autoptr(TdmDatasetPair) data = colour_images();
+  g_autoptr(TdmDatasetPair) data = stem_colour_images(96, SIDE, 31);
   const struct {
     const char *devices;
     int workers;
