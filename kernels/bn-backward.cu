@@ -16,30 +16,6 @@
 
 #include <cuda_bf16.h>
 
-/* dx = k·dy + a·x + c per channel, the CPU reference's expansion of
- * γ·invstd·(dy − Σdβ/M − xhat·Σdγ/M), dy taken as 0 where a fused ReLU (RELU)
- * stopped the forward's value; the coefficients once a thread and channel, rounded
- * step by step as the CPU's plain C computes them. */
-__device__ inline void
-bn_backward_coefficients(int ch, const float *mean, const float *invstd, const float *gamma,
-                         const float *sum_dgamma, const float *sum_dbeta, float inv_count,
-                         float *k_out, float *a_out, float *c_out)
-{
-  float k = __fmul_rn(gamma[ch], invstd[ch]);
-  float a = __fmul_rn(__fmul_rn(__fmul_rn(-k, invstd[ch]), sum_dgamma[ch]), inv_count);
-  *k_out = k;
-  *a_out = a;
-  *c_out = __fsub_rn(__fmul_rn(__fmul_rn(-k, sum_dbeta[ch]), inv_count), __fmul_rn(a, mean[ch]));
-}
-
-/* Each product and sum rounded alone, never contracted, so that every instantiation
- * (dy, x and dx each float32 or bf16) gives the same bits for the same values. */
-__device__ __forceinline__ float
-bn_backward_value(float dy, float x, float k, float a, float c)
-{
-  return __fadd_rn(__fadd_rn(__fmul_rn(k, dy), __fmul_rn(a, x)), c);
-}
-
 template <bool RELU, int V, typename T, typename X, typename D>
 __global__ void __launch_bounds__(BN_THREADS)
 bn_backward_dx_kernel(T *dx, const D *dy, const X *x, const float *mean, const float *invstd,

@@ -250,3 +250,100 @@ tdm_k_small_plan(int n, int h, int w, int c, int out_c, int kernel, int pad, int
       tdm_k_small_wgrad_layout(p->ob, p->kc, p->halo_h * p->halo_w * c, p->pixel_groups).total;
   return true;
 }
+
+/* The stem's backward in two passes (conv-stem-bn.cu): a first layer's convolution
+ * (float32 input, no bn before it) followed by a training bn, whose output x the two
+ * passes make again tile by tile as the forward makes it (its tiles, weights and MMAs:
+ * the bits of the forward's bf16 output) instead of reading it. The sums pass adds the
+ * bn's Σdy·x̂ and Σdy, the second pass makes the bn's input gradient dx16 and the
+ * convolution's weight gradient from it. Taken where the forward's tiles hold 64 output
+ * channels a block (out_c a multiple of 64) as the weight gradient's do, and the
+ * weight gradient's columns are one chunk of at most 128 (a warp's 8-column fragments:
+ * one where kpad ≤ 64, two up to 128). Both passes walk the weight gradient's splits
+ * (split_tiles tiles each): their orders of summation are functions of the shape
+ * alone, the weight gradient's the same as tdm_k_conv_small_wgrad's. */
+#define TDM_K_STEM_CB 64        /* output channels a block, both passes */
+#define TDM_K_STEM_KPAD_MAX 128 /* the weight gradient's columns, one chunk */
+#define TDM_K_STEM_SLOTS 16     /* the sums: a thread's doubles (8 channels, 2 sums) */
+
+/* The sums pass's shared memory, as byte offsets (each a multiple of 16): the block's
+ * weights and the halo as pair words (as tdm_k_small_fwd_layout's), the pair table, dy's
+ * tile twice (the next one copied in while this one is used; 128 pixels of 64 + 8
+ * bf16), the bn's mean, invstd, scale and shift (64 floats each), and each thread's
+ * double sums. */
+typedef struct {
+  size_t weights, halo, pairs, dy, bn, slots, total;
+} TdmKStemSumsLayout;
+
+TDM_K_SMALL_BOTH static inline TdmKStemSumsLayout
+tdm_k_stem_sums_layout(int fwd_kpad, int halo_elems)
+{
+  TdmKStemSumsLayout l;
+  l.weights = 0;
+  l.halo = l.weights + (size_t)TDM_K_STEM_CB * (fwd_kpad + 8) * 2;
+  l.pairs = l.halo + tdm_k_small_up((size_t)halo_elems * 4, 16);
+  l.dy = l.pairs + tdm_k_small_up((size_t)(fwd_kpad / 2) * 8, 16);
+  l.bn = l.dy + 2 * (size_t)TDM_K_SMALL_BM * (TDM_K_STEM_CB + 8) * 2;
+  l.slots = l.bn + 4 * TDM_K_STEM_CB * 4;
+  l.total = l.slots + (size_t)TDM_K_SMALL_THREADS * TDM_K_STEM_SLOTS * 8;
+  return l;
+}
+
+/* The second pass's: the weights, the halo as pair words (the forward's A) and as
+ * pixel pairs (the weight gradient's B, made from the first), the pair table, the
+ * tile's pixel pairs and the chunk's column table (as tdm_k_small_wgrad_layout's),
+ * dy's tile twice (dx16 made in place: the weight gradient's A), and the bn's scale,
+ * shift and the input gradient's three coefficients (64 floats each). The pixel
+ * groups' sums (at most 64 · 64 floats: pixel_groups · kc ≤ 64) take dy's room at the
+ * end. */
+typedef struct {
+  size_t weights, halo, pixels, pairs, rows, cols, dy, bn, total;
+} TdmKStemDxLayout;
+
+TDM_K_SMALL_BOTH static inline TdmKStemDxLayout
+tdm_k_stem_dx_layout(int fwd_kpad, int kc, int halo_elems)
+{
+  TdmKStemDxLayout l;
+  l.weights = 0;
+  l.halo = l.weights + (size_t)TDM_K_STEM_CB * (fwd_kpad + 8) * 2;
+  l.pixels = l.halo + tdm_k_small_up((size_t)halo_elems * 4, 16);
+  l.pairs = l.pixels + tdm_k_small_up((size_t)halo_elems * 4, 16);
+  l.rows = l.pairs + tdm_k_small_up((size_t)(fwd_kpad / 2) * 8, 16);
+  l.cols = l.rows + (size_t)TDM_K_SMALL_BM / 2 * 8;
+  l.dy = l.cols + tdm_k_small_up((size_t)kc * 4, 16);
+  l.bn = l.dy + 2 * (size_t)TDM_K_SMALL_BM * (TDM_K_STEM_CB + 8) * 2;
+  l.total = l.bn + 5 * TDM_K_STEM_CB * 4;
+  return l;
+}
+
+typedef struct {
+  TdmKSmallPlan small;   /* the convolution's plan: tiles, splits, columns */
+  int fpw;               /* the weight gradient's 8-column fragments a warp: 1 or 2 */
+  int blocks;            /* blocks along the tiles in both passes: small.splits */
+  size_t sums_bytes;     /* the sums' partials: blocks · 2 · out_c doubles */
+  size_t wgrad_bytes;    /* the weight gradient's: small.partial_bytes */
+  size_t scratch_bytes;  /* the larger of the two: one scratch serves both passes in turn */
+  size_t sums_smem, dx_smem;
+} TdmKStemBnPlan;
+
+/* Fills *p for the convolution's shape; false where conv-stem-bn.cu does not take it
+ * (then the caller keeps its separate steps). */
+static inline bool
+tdm_k_stem_bn_plan(int n, int h, int w, int c, int out_c, int kernel, int pad, int stride,
+                   TdmKStemBnPlan *p)
+{
+  TdmKSmallPlan *s = &p->small;
+  if (!tdm_k_small_plan(n, h, w, c, out_c, kernel, pad, stride, s) ||
+      out_c % TDM_K_STEM_CB != 0 || s->bn != TDM_K_STEM_CB || s->ob != TDM_K_STEM_CB ||
+      s->kchunks != 1 || s->kpad > TDM_K_STEM_KPAD_MAX)
+    return false;
+  p->fpw = s->kpad <= 64 ? 1 : 2;
+  p->blocks = s->splits;
+  p->sums_bytes = (size_t)p->blocks * 2 * out_c * sizeof(double);
+  p->wgrad_bytes = s->partial_bytes;
+  p->scratch_bytes = p->sums_bytes > p->wgrad_bytes ? p->sums_bytes : p->wgrad_bytes;
+  int halo = s->halo_h * s->halo_w * c;
+  p->sums_smem = tdm_k_stem_sums_layout(s->fwd_kpad, halo).total;
+  p->dx_smem = tdm_k_stem_dx_layout(s->fwd_kpad, s->kc, halo).total;
+  return p->sums_smem <= TDM_K_SMALL_SMEM_MAX && p->dx_smem <= TDM_K_SMALL_SMEM_MAX;
+}

@@ -150,6 +150,36 @@ cudaError_t tdm_k_conv_small_wgrad(float *dw, float *partials, const uint16_t *d
                                    const float *bn_gamma, const float *bn_beta, bool bn_relu,
                                    int n, int h, int wd, int c, int out_c, int kernel, int pad,
                                    int stride, cudaStream_t stream);
+/* The weight gradient's partials (splits · out_c · kpad floats, conv-small-plan.h's)
+ * summed in their fixed order into dw (out_c × k): tdm_k_conv_small_wgrad's end, and
+ * tdm_k_stem_bn_dx_wgrad's. */
+cudaError_t tdm_k_conv_small_wgrad_sum(float *dw, const float *partials, int splits, int out_c,
+                                       int k, int kpad, cudaStream_t stream);
+
+/* conv-stem-bn.cu: the backward of a stem (x float32 NHWC, w bf16 [out_c, kernel, kernel,
+ * c], a shape conv-small-plan.h's tdm_k_stem_bn_plan() takes) and of the training bn
+ * after it (mean, invstd, gamma, beta; relu: its fused ReLU), whose output the two
+ * passes make again as tdm_k_conv_small_forward makes it into bf16 (the same bits) rather
+ * than read it. dy (the bn's output gradient, bf16, n·oh·ow × out_c, 16-byte aligned).
+ * scratch: device memory of the plan's scratch_bytes (32-byte aligned), free between
+ * the calls. The sums write dgamma = Σdy·x̂ and dbeta = Σdy (float32, out_c each) as
+ * tdm_k_bn_backward_sums computes them but for the order of the additions (a fixed
+ * one: the same bits every run); the second pass dw (float32, out_c × kernel²·c) from
+ * the (all-reduced) sums and inv_count as tdm_k_bn_backward_dx_bf16 then
+ * tdm_k_conv_small_wgrad compute it: the same bits. Neither stores x or dx. Shapes the
+ * plan refuses: cudaErrorInvalidValue. */
+cudaError_t tdm_k_stem_bn_sums(float *dgamma, float *dbeta, const uint16_t *dy, const float *x,
+                               const uint16_t *w, const float *mean, const float *invstd,
+                               const float *gamma, const float *beta, bool relu, int n, int h,
+                               int wd, int c, int out_c, int kernel, int pad, int stride,
+                               void *scratch, size_t scratch_bytes, cudaStream_t stream);
+cudaError_t tdm_k_stem_bn_dx_wgrad(float *dw, const uint16_t *dy, const float *x,
+                                   const uint16_t *w, const float *mean, const float *invstd,
+                                   const float *gamma, const float *beta, bool relu,
+                                   const float *sum_dgamma, const float *sum_dbeta,
+                                   float inv_count, int n, int h, int wd, int c, int out_c,
+                                   int kernel, int pad, int stride, void *scratch,
+                                   size_t scratch_bytes, cudaStream_t stream);
 
 /* conv-pool.cu. The limits of conv_pool_forward and conv_pool_backward
  * (TDM_CONV_POOL_TAPS and TDM_CONV_POOL_OUT of tdm-backend.h); larger shapes return

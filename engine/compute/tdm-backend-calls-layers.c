@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* tdm-backend-calls-layers.c — the front door (tdm-backend-calls.c says what one does)
- * of the operations of the layers networks people train: batch normalization, average,
- * any-window and global pooling, dropout, the optimizers over the flat parameter
- * buffer, and how far one tensor lies from another (the convolution engine's screen). */
+ * of the operations of the layers networks people train: batch normalization (and the
+ * stem's conv with its bn in two passes), average, any-window and global pooling,
+ * dropout, the optimizers over the flat parameter buffer, and how far one tensor lies
+ * from another (the convolution engine's screen). */
 #include "tdm-backend-calls.h"
 
 /* Batch normalization */
@@ -234,6 +235,60 @@ tdm_backend_bn_backward_dx_bf16(TdmBackend *b, uint16_t *dx, const void *dy, Tdm
       bn_backward_ok(b, "bn_backward_dx_bf16", dy_type, x_type, rows, channels))
     b->ops->bn_backward_dx_bf16(b, dx, dy, dy_type, x, x_type, mean, invstd, gamma, beta, relu,
                                 sum_dgamma, sum_dbeta, inv_count, rows, channels);
+}
+
+/* The stem's conv and its bn in backward, in two passes (TdmStemBn) */
+
+gboolean
+tdm_backend_stem_bn_takes(TdmBackend *b, const TdmConvShape *s, TdmDtype x_type,
+                          size_t *work_bytes)
+{
+  size_t bytes = 0;
+  gboolean takes = b->ops->stem_bn_takes != NULL && b->ops->stem_bn_sums != NULL &&
+                   b->ops->stem_bn_dx_wgrad != NULL && s->n >= 1 && s->h >= 1 && s->w >= 1 &&
+                   s->c >= 1 && s->out_c >= 1 && s->kernel >= 1 && s->pad >= 0 &&
+                   s->stride >= 1 && tdm_conv_out_h(s) >= 1 && tdm_conv_out_w(s) >= 1 &&
+                   b->ops->stem_bn_takes(b, s, x_type, &bytes);
+  if (work_bytes != NULL)
+    *work_bytes = takes ? bytes : 0;
+  return takes;
+}
+
+/* A call of either pass: a shape and image the backend takes, its scratch as large as
+ * it said, and the room for the stem's output apart from dy. */
+static gboolean
+stem_bn_ok(TdmBackend *b, const char *op, const TdmStemBn *a)
+{
+  const TdmConvShape *s = &a->shape;
+  size_t need = 0;
+  if (!TDM_ARGS_OK(b, tdm_backend_stem_bn_takes(b, s, a->x_type, &need),
+                   _("%s: a stem this backend does not take: n=%d h=%d w=%d c=%d, %d out, "
+                     "kernel %d, pad %d, stride %d"),
+                   op, s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride) ||
+      !TDM_ARGS_OK(b, a->work_bytes >= need && (need == 0 || a->work != NULL),
+                   _("%s: %zu bytes of scratch, where the passes need %zu"), op,
+                   a->work_bytes, need))
+    return FALSE;
+  size_t out = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s) * s->out_c;
+  return TDM_ARGS_OK(b,
+                     a->spare != NULL && !tdm_bytes_overlap(a->spare, out * sizeof(uint16_t),
+                                                            a->dy, out * sizeof(uint16_t)),
+                     _("%s: no room for the stem's output apart from its gradient"), op);
+}
+
+void
+tdm_backend_stem_bn_sums(TdmBackend *b, const TdmStemBn *a, float *dgamma, float *dbeta)
+{
+  if (tdm_backend_enter(b) && stem_bn_ok(b, "stem_bn_sums", a))
+    b->ops->stem_bn_sums(b, a, dgamma, dbeta);
+}
+
+void
+tdm_backend_stem_bn_dx_wgrad(TdmBackend *b, const TdmStemBn *a, const float *sum_dgamma,
+                             const float *sum_dbeta, float inv_count, float *dw)
+{
+  if (tdm_backend_enter(b) && stem_bn_ok(b, "stem_bn_dx_wgrad", a))
+    b->ops->stem_bn_dx_wgrad(b, a, sum_dgamma, sum_dbeta, inv_count, dw);
 }
 
 /* Average pooling of windows that tile the input */

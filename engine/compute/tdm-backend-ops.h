@@ -249,6 +249,15 @@ struct _TdmBackendOps {
   /* Optional. */
   void (*exact_add) (TdmBackend *b, int64_t *acc, const float *x, size_t n, int64_t *bad);
 
+  /* Optional, all three or none (tdm_backend_stem_bn_takes()). The two passes are
+   * called only for a shape and image type stem_bn_takes accepts, with work of the
+   * bytes it said. */
+  gboolean (*stem_bn_takes) (TdmBackend *b, const TdmConvShape *s, TdmDtype x_type,
+                             size_t *work_bytes);
+  void (*stem_bn_sums) (TdmBackend *b, const TdmStemBn *a, float *dgamma, float *dbeta);
+  void (*stem_bn_dx_wgrad) (TdmBackend *b, const TdmStemBn *a, const float *sum_dgamma,
+                            const float *sum_dbeta, float inv_count, float *dw);
+
   /* Optional, all three or none. */
   gboolean (*graph_begin) (TdmBackend *b, int key);
   void (*graph_end) (TdmBackend *b, int key);

@@ -824,6 +824,65 @@ void tdm_backend_bn_forward_eval_bf16 (TdmBackend *b, uint16_t *y, const void *x
                                        const float *beta, float eps, int rows, int channels,
                                        bool relu);
 
+/* The network's first conv (the stem: an image in, no bias and no ReLU of its own) and
+ * the training bn after it, in a bf16 run's backward where the stem's output is not kept
+ * (the replica computes it again: tdm-replica-private.h's stem_output_recomputed()), in
+ * two passes that make that output again as they go, in place of four steps: the stem's
+ * forward again, bn_backward_sums over it, bn_backward_dx_bf16 over it and the conv's
+ * weight gradient from that bf16 gradient. Their operands: */
+typedef struct {
+  TdmConvShape shape;         /* the stem's: n × h × w × c in, out_c out, no groups */
+  const void *x;              /* the image, n × h × w × c (NHWC), of type x_type */
+  TdmDtype x_type;
+  const float *w;             /* the stem's weights [out_c, kernel, kernel, c], float32 */
+  const uint16_t *w16;        /* the same rounded to bf16 (the replica's params16), as a
+                               * bf16 forward of the stem reads them */
+  const float *mean, *invstd; /* the bn's saved statistics (out_c each, its forward's) */
+  const float *gamma, *beta;  /* its parameters */
+  bool relu;                  /* the bn has a ReLU of its own */
+  const uint16_t *dy;         /* the bn's output gradient, bf16, n × oh × ow × out_c */
+  /* Room for n × oh × ow × out_c bf16 values, free during the call, its contents
+   * undefined after it (the replica's gradient region's start, where the forward wrote
+   * the stem's output): a backend may make the stem's output there and the bn's input
+   * gradient over it, as the four steps do (the CPU); one that keeps them on chip leaves
+   * it alone. Overlaps none of the other operands. */
+  uint16_t *spare;
+  void *work;                 /* the backend's scratch, tdm_backend_stem_bn_takes()'s
+                               * bytes at least, its contents undefined between calls */
+  size_t work_bytes;
+} TdmStemBn;
+
+/* Whether this backend runs the two passes below for a stem of shape s reading an image
+ * of type x_type in a run of its precision (a bf16 run, the stem's output as bf16 for
+ * the bn), and the bytes of scratch they need (*work_bytes where not NULL: the most of
+ * the two; 0 for none). FALSE where the backend lacks them: the caller runs the four
+ * steps. A backend may answer by what its own forward of the stem last ran (the passes
+ * make the output as that forward made it). */
+gboolean tdm_backend_stem_bn_takes (TdmBackend *b, const TdmConvShape *s, TdmDtype x_type,
+                                    size_t *work_bytes);
+/* Pass 1: the stem's output y made again from a->x as this backend's forward of the stem
+ * writes it as bf16 in this run (the same bits: the CPU's float32 columns of x and w, the
+ * float32 sum rounded once; a GPU's own kernel on x and w16), then dgamma and dbeta as
+ * bn_backward_sums(dgamma, dbeta, a->dy, bf16, y, bf16, mean, invstd, gamma, beta,
+ * relu, rows, out_c) writes them (rows = n · oh · ow; the ReLU's mask from y; the CPU's
+ * bits; a GPU's in its own fixed order, a function of the shape alone). These are this
+ * replica's parameter gradients; when synchronized, the caller all-reduces a copy for
+ * pass 2, as between bn_backward_sums and bn_backward_dx. Only where
+ * tdm_backend_stem_bn_takes() says so; elsewhere it fails. */
+void tdm_backend_stem_bn_sums (TdmBackend *b, const TdmStemBn *a, float *dgamma,
+                               float *dbeta);
+/* Pass 2: y again as in pass 1, the bn's input gradient dx16 from it as
+ * bn_backward_dx_bf16(dx16, a->dy, bf16, y, bf16, mean, invstd, gamma, beta, relu,
+ * sum_dgamma, sum_dbeta, inv_count, rows, out_c) writes each value (the same bits), and
+ * from dx16 the stem's weight gradient dw (out_c × kernel × kernel × c, float32,
+ * written) as this backend's backward of the stem computes it from a bf16 output
+ * gradient with no input gradient (the CPU's bits: float32 columns of x against dx16
+ * widened; a GPU's within its weight gradient's own bound). Neither y nor dx16 need be
+ * stored (a->spare may hold them). Only where tdm_backend_stem_bn_takes(); elsewhere it
+ * fails. */
+void tdm_backend_stem_bn_dx_wgrad (TdmBackend *b, const TdmStemBn *a, const float *sum_dgamma,
+                                   const float *sum_dbeta, float inv_count, float *dw);
+
 /* Where tdm_backend_has_graphs() (a GPU): record the operations issued between begin
  * and end into a graph that launch replays; key tells graphs of different shapes
  * apart. Elsewhere begin and launch return FALSE and end does nothing. */

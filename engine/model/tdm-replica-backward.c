@@ -11,20 +11,38 @@
  * gradient, or a projection's compact one, and the block's start sums the two shares in
  * float32, rounded once, with the sums of the bn below in the same pass where it can,
  * start_sums_bn()); outputs that have no buffer (a frozen bn's, the stem's, a
- * projection's conv) computed again as the forward computed them. Each layer's
+ * projection's conv) computed again as the forward computed them, the stem's with its
+ * bn and its weight gradient in two passes of the backend where it takes them
+ * (stem_bn_in_two_passes()). Each layer's
  * parameters are announced to the gradient all-reduce as their gradients are ready. A
  * conv layer's own backward is tdm-replica-conv.c's, the forward walk
  * tdm-replica-forward.c's. */
 #include "tdm-replica-private.h"
 #include "tdm-replica-windows.h"
 
-/* The rows the batch statistics run over: this shard's, or every replica's when
+/* 1 / the rows the batch statistics run over: this shard's, or every replica's when
  * synchronized (the backward's; the forward's counts travel in the slots). */
-static double
-bn_count(TdmReplica *r, int n, int pixels)
+static float
+bn_inv_count(TdmReplica *r, int n, int pixels)
 {
   int samples = r->bn_reduce != NULL && r->global_count > 0 ? r->global_count : n;
-  return (double)samples * pixels;
+  return (float)(1.0 / ((double)samples * pixels));
+}
+
+/* The sums a bn's input gradient (its backward's step 2) reads, from this replica's
+ * parameter gradients dgamma and dbeta (contiguous: dbeta = dgamma + C): those, or where
+ * synchronized, every replica's: a copy of them all-reduced in work's first 2·C floats
+ * (the gradients stay this replica's; the gradient all-reduce sums them). NULL where the
+ * all-reduce failed. */
+static const float *
+bn_batch_sums(TdmReplica *r, float *dgamma, float *work, int c)
+{
+  if (r->bn_reduce == NULL)
+    return dgamma;
+  tdm_backend_copy(r->backend, work, dgamma, 2 * (size_t)c * sizeof(float));
+  if (!tdm_replica_bn_reduce(r, work, 2 * (size_t)c))
+    return NULL;
+  return work;
 }
 
 /* dx from dy (of type dy_type: bf16 where the conv after the bn wrote it so,
@@ -45,16 +63,10 @@ bn_backward(TdmReplica *r, float *dx, uint16_t *dx16, const void *dy, TdmDtype d
   if (!sums_ready)
     tdm_backend_bn_backward_sums(b, dgamma, dgamma + c, dy, dy_type, x, x_type, saved,
                                  saved + c, gamma, beta, relu, rows, c);
-  const float *sums = dgamma;
-  if (r->bn_reduce != NULL) {
-    /* The gradients stay this replica's (the gradient all-reduce sums them); the
-     * normalization's backward needs the sums over every replica. */
-    tdm_backend_copy(b, work, dgamma, 2 * (size_t)c * sizeof(float));
-    if (!tdm_replica_bn_reduce(r, work, 2 * (size_t)c))
-      return;
-    sums = work;
-  }
-  float inv_count = (float)(1.0 / bn_count(r, n, pixels));
+  const float *sums = bn_batch_sums(r, dgamma, work, c);
+  if (sums == NULL)
+    return;
+  float inv_count = bn_inv_count(r, n, pixels);
   if (dx16 != NULL)
     tdm_backend_bn_backward_dx_bf16(b, dx16, dy, dy_type, x, x_type, saved, saved + c, gamma,
                                     beta, relu, sums, sums + c, inv_count, rows, c);
@@ -422,6 +434,92 @@ stem_output_again(TdmReplica *r, int n, const void *dy)
   return r->grad_a;
 }
 
+/* Why the stem's conv and its bn (layers 0 and 1, stem_output_recomputed()) do not go
+ * back in two passes, or NULL where they do (stem_bn_in_two_passes()); *work_bytes the
+ * passes' scratch. */
+static const char *
+stem_bn_refused(TdmReplica *r, const TdmConvShape *s, int sums_ready, size_t *work_bytes)
+{
+  const TdmLayer *conv = &r->net->layers[0];
+  if (!r->stem_bn)
+    return "TANDEM_STEM_BN=0";
+  if (r->backward_stop > 0 || layer_frozen(r, 0) || layer_frozen(r, 1))
+    return "frozen";
+  /* Never so where the stem's output is computed again (conv_output_bf16()); the passes
+   * have neither. */
+  if (conv->bias_count != 0 || conv->fused_relu)
+    return "a bias or a ReLU of the conv's own";
+  if (sums_ready == 1 || r->conv_work[0] != NULL || r->params16 == NULL)
+    return "not the replica's way for this stem";
+  if (!tdm_backend_stem_bn_takes(r->backend, s, act_type(r, 0), work_bytes))
+    return "not a shape the backend takes";
+  return NULL;
+}
+
+/* The stem's conv and its bn (layers 0 and 1, whose output no buffer keeps:
+ * stem_output_recomputed()) in backward in two passes, where the backend takes them and
+ * nothing above forbids: the bn's sums (tdm_backend_stem_bn_sums()), synchronized BN's
+ * all-reduce of them as bn_backward() does it, then the bn's input gradient and from it
+ * the conv's weight gradient (tdm_backend_stem_bn_dx_wgrad()), the stem's output made
+ * again in both: in place of stem_output_again(), bn_backward() and the conv's own
+ * backward, with their bits on the CPU. Their scratch is the workspace, free here as
+ * for the conv's backward (which would grow it the same way); the room for the stem's
+ * output (TdmStemBn.spare) the gradient region's start, which the plan gives it
+ * (forward_region(), backward_region()). The way is logged when it changes. TRUE where
+ * they ran: layers 0 and 1 have their gradients. dy: the bn's output gradient, bf16,
+ * outside the region (the first block's start's sum in its skip buffer). */
+static gboolean
+stem_bn_in_two_passes(TdmReplica *r, int n, const void *dy, TdmDtype dy_type, int sums_ready)
+{
+  const TdmNetwork *net = r->net;
+  const TdmLayer *conv = &net->layers[0], *bn = &net->layers[1];
+  g_assert(dy_type == TDM_DTYPE_BF16 && !in_gradient_region(r, dy));
+  TdmConvShape shape = {n,           conv->in_h,   conv->in_w, conv->in_c,
+                        conv->out_c, conv->kernel, conv->pad,  conv->stride};
+  size_t bytes = 0;
+  const char *why = stem_bn_refused(r, &shape, sums_ready, &bytes);
+  if (why == NULL && !tdm_replica_workspace_holds(r, bytes, 0))
+    why = "no room for the passes' scratch";
+  static const char taken[] = "";
+  if (r->stem_way != (why != NULL ? why : taken)) {
+    r->stem_way = why != NULL ? why : taken;
+    g_debug("%s: stem n%d h%d w%d c%d o%d k%d: backward %s%s%s", r->backend->name, n,
+            conv->in_h, conv->in_w, conv->in_c, conv->out_c, conv->kernel,
+            why == NULL ? "in two passes" : "in separate steps (", why != NULL ? why : "",
+            why != NULL ? ")" : "");
+  }
+  if (why != NULL)
+    return FALSE;
+  int c = bn->out_c;
+  float *dgamma = r->grads + bn->weight_offset, *work = r->bn_work[1];
+  const float *saved = work + 2 * c;
+  const TdmStemBn a = {
+      .shape = shape,
+      .x = r->acts[0],
+      .x_type = act_type(r, 0),
+      .w = r->params + conv->weight_offset,
+      .w16 = r->params16 + conv->weight_offset,
+      .mean = saved,
+      .invstd = saved + c,
+      .gamma = r->params + bn->weight_offset,
+      .beta = r->params + bn->bias_offset,
+      .relu = bn->fused_relu,
+      .dy = dy,
+      .spare = (uint16_t *)r->grad_a,
+      .work = r->columns,
+      .work_bytes = r->columns_bytes,
+  };
+  tdm_backend_stem_bn_sums(r->backend, &a, dgamma, dgamma + c);
+  const float *sums = bn_batch_sums(r, dgamma, work, c);
+  if (sums == NULL)
+    return TRUE; /* the all-reduce failed: the step is lost (tdm_replica_aborted()) */
+  tdm_backend_stem_bn_dx_wgrad(r->backend, &a, sums, sums + c,
+                               bn_inv_count(r, n, bn->out_h * bn->out_w),
+                               r->grads + conv->weight_offset);
+  r->stem_bn_runs++;
+  return TRUE;
+}
+
 void
 tdm_replica_backward(TdmReplica *r, int n)
 {
@@ -541,8 +639,15 @@ tdm_replica_backward(TdmReplica *r, int n)
     case TDM_LAYER_FLATTEN:
       continue; /* dy already is the input's gradient */
     case TDM_LAYER_BN:
-      if (i == 1 && x == NULL && stem_output_recomputed(net, 0, r->stores_bf16))
+      if (i == 1 && x == NULL && stem_output_recomputed(net, 0, r->stores_bf16)) {
+        if (stem_bn_in_two_passes(r, n, dy, dy_type, sums_ready)) {
+          /* Layer 0's gradient too, and the walk ends there (backward_stop 0). */
+          announce(r, l);
+          announce(r, &net->layers[0]);
+          return;
+        }
         x = stem_output_again(r, n, dy);
+      }
       dx16 = bn_dx_as_conv_dy16(r, i, n, dy, dy_type, x, act_type(r, i));
       bn_backward(r, dx, dx16, dy, dy_type, x, act_type(r, i), n, pixels, l->out_c, w,
                   r->params + l->bias_offset, l->fused_relu, dw, r->bn_work[i],

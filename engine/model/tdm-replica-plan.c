@@ -738,18 +738,31 @@ tdm_replica_eval_capacity(const TdmNetwork *net, TdmBackendKind kind, TdmPrecisi
   return (int)CLAMP(fits, 1, (size_t)wanted);
 }
 
+
+/* Whether the environment variable `name` is unset or anything but "0". */
+static gboolean
+not_zero(const char *name)
+{
+  const char *v = g_getenv(name);
+  return v == NULL || strcmp(v, "0") != 0;
+}
+
 gboolean
 tdm_replica_bf16_activations(void)
 {
-  const char *v = g_getenv("TANDEM_BF16_ACTIVATIONS");
-  return v == NULL || strcmp(v, "0") != 0;
+  return not_zero("TANDEM_BF16_ACTIVATIONS");
 }
 
 gboolean
 tdm_replica_start_sums(void)
 {
-  const char *v = g_getenv("TANDEM_START_SUMS");
-  return v == NULL || strcmp(v, "0") != 0;
+  return not_zero("TANDEM_START_SUMS");
+}
+
+gboolean
+tdm_replica_stem_bn(void)
+{
+  return not_zero("TANDEM_STEM_BN");
 }
 
 static int

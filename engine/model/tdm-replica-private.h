@@ -333,7 +333,10 @@ conv_output_bf16(const TdmNetwork *net, int i, gboolean stores16)
  * for 67 MB at 32 px and batch 512. The conv's forward is deterministic (the same
  * columns, the same products, the engine's same choice for the same call), so the bn's
  * backward reads the same bits as the forward wrote. stores16 implies bn16 here (both
- * backends have bn_backward_dx_bf16: tdm_replica_gradient_bytes()). */
+ * backends have bn_backward_dx_bf16: tdm_replica_gradient_bytes()). Where the backend
+ * takes the stem's shape, the recomputation, the bn's backward and the conv's weight
+ * gradient are its two passes instead (tdm-replica-backward.c's stem_bn_in_two_passes()),
+ * in the same room. */
 static inline gboolean block_grad_bf16(const TdmNetwork *net, int end, gboolean stores16);
 
 static inline gboolean

@@ -78,6 +78,7 @@ replica_new_stored(TdmBackend *b, const TdmNetwork *net, int capacity, int eval_
   r->stores_bf16 = tdm_replica_stores_bf16(b->kind, b->precision) &&
                    tdm_backend_has_bn_bf16_input(b) && tdm_backend_has_bf16_blocks(b);
   r->start_sums = tdm_replica_start_sums() && tdm_backend_has_start_bn_sums(b);
+  r->stem_bn = tdm_replica_stem_bn();
   r->bn_store = bn_store;
   int n = net->layer_count;
   r->acts = g_new0(float *, n + 1);

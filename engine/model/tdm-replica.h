@@ -141,6 +141,12 @@ struct _TdmReplica {
   size_t arena_bytes;           /* its size */
   gboolean start_sums;          /* a block's start makes the sums of the bn below it
                                  * (tdm_replica_start_sums(), decided when made) */
+  gboolean stem_bn;             /* the stem's conv and its bn go back in two passes where
+                                 * the backend takes them (tdm_replica_stem_bn(), decided
+                                 * when made) */
+  guint64 stem_bn_runs;         /* backward walks that took those two passes (a replayed
+                                 * step graph repeats them uncounted): for tests */
+  const char *stem_way;         /* the stem's way back as last logged (NULL: not yet) */
   gboolean stores_bf16;         /* activations stored as bf16 where their readers take
                                  * it (tdm_replica_stores_bf16(), decided when made) */
   size_t bn_store;              /* bytes a sample at most of a bn's bf16 output stored
@@ -266,6 +272,14 @@ gboolean tdm_replica_bf16_activations (void);
  * unless the environment says TANDEM_START_SUMS=0 (tests and benchmarks of the two
  * passes). Read when a replica is made, never by the passes. */
 gboolean tdm_replica_start_sums (void);
+/* Whether a replica takes the stem's conv and its bn back in two passes
+ * (tdm_backend_stem_bn_sums(), tdm_backend_stem_bn_dx_wgrad(): the stem's output made
+ * again as they go) where the stem keeps no output (a bf16 run's CIFAR stem) and its
+ * backend takes the shape: yes, unless the environment says TANDEM_STEM_BN=0 (tests and
+ * A/B benchmarks of the four steps they replace: the stem's forward again, the bn's sums,
+ * its input gradient, the conv's weight gradient). Read when a replica is made, never by
+ * the passes. */
+gboolean tdm_replica_stem_bn (void);
 /* Which bn outputs that the conv after it could normalize as it reads them (a bn
  * prologue) a replica of net on a backend of this kind, in this precision, training
  * `capacity` samples a step stores instead, as bf16, for that conv to read as a stored

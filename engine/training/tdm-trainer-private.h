@@ -96,6 +96,8 @@ struct _TdmTrainer {
   int main_local;               /* local index of the main replica, or −1 elsewhere */
   TdmBackend **backends;
   TdmReplica **reps;
+  guint64 stem_bn_runs;         /* the replicas' stem_bn_runs, added up as they are freed:
+                                 * for tests, after a run */
   TdmOptimizer **opts;          /* per replica; NULL where no update runs */
   TdmCommunicator *comm;
   TdmIterator *it;

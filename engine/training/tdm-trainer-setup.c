@@ -68,6 +68,8 @@ tdm_trainer_teardown(TdmTrainer *t)
       tdm_backend_release(t->backends[r], t->clip_work[r]);
     if (t->opts != NULL)
       tdm_optimizer_free(t->opts[r]);
+    if (t->reps != NULL && t->reps[r] != NULL)
+      t->stem_bn_runs += t->reps[r]->stem_bn_runs;
     if (t->reps != NULL)
       tdm_replica_free(t->reps[r]);
     if (t->backends != NULL)

@@ -241,6 +241,7 @@ main(int argc, char **argv)
   test_backend_cpu_add_bf16_resnet();
   test_backend_cpu_add_pool2d();
   test_backend_cpu_add_start_sums();
+  test_backend_cpu_add_stem_bn();
   test_backend_cpu_add_bn();
 
   return g_test_run();

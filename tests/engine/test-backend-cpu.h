@@ -157,7 +157,8 @@ conv_dims(const ConvShape *s, int *oh, int *ow, size_t *rows, size_t *cols, size
 /* Registers test-backend-cpu-layers.c's tests, test-backend-cpu-step.c's,
  * test-backend-cpu-gradcheck.c's, test-backend-cpu-bf16.c's,
  * test-backend-cpu-bf16-resnet.c's, test-backend-cpu-pool2d.c's,
- * test-backend-cpu-start-sums.c's and test-backend-cpu-bn.c's. */
+ * test-backend-cpu-start-sums.c's, test-backend-cpu-bn.c's and
+ * test-backend-cpu-stem-bn.c's. */
 void test_backend_cpu_add_layers(void);
 void test_backend_cpu_add_step(void);
 void test_backend_cpu_add_gradchecks(void);
@@ -166,3 +167,4 @@ void test_backend_cpu_add_bf16_resnet(void);
 void test_backend_cpu_add_pool2d(void);
 void test_backend_cpu_add_start_sums(void);
 void test_backend_cpu_add_bn(void);
+void test_backend_cpu_add_stem_bn(void);

@@ -6,11 +6,13 @@
  * tiles exactly once, within the block count, the partials' bytes
  * theirs, and the forward's tile a divisor of the output channels within the shared
  * memory every sm_80+ GPU grants, the forward's tiles covering the output; and the
- * forward's halo and tables giving im2col's columns.
+ * forward's halo and tables giving im2col's columns. The stem's two passes' plan
+ * (tdm_k_stem_bn_plan()) too: by hand at r18-128's batch, refused shapes, random ones.
  */
 #include "conv-small-plan.h"
 
 #include <glib.h>
+#include <string.h>
 
 static void
 test_stem(void)
@@ -289,6 +291,113 @@ test_halo_columns(void)
   }
 }
 
+/* The stem's two passes (tdm_k_stem_bn_plan(), conv-stem-bn.cu): the CIFAR stem at
+ * r18-128's batch worked out by hand, the rows' other sizes, what it refuses, and over
+ * random shapes that what it takes has 64-channel tiles both ways and one chunk of at
+ * most 128 columns, its layouts' regions in order on 16-byte boundaries within the
+ * shared memory every sm_80+ GPU grants (the pixel groups' sums within dy's room), its
+ * blocks the weight gradient's splits and its scratch the larger of its two passes'. */
+static void
+check_stem_layouts(const TdmKStemBnPlan *p, int c)
+{
+  const TdmKSmallPlan *s = &p->small;
+  int halo = s->halo_h * s->halo_w * c;
+  TdmKStemSumsLayout a = tdm_k_stem_sums_layout(s->fwd_kpad, halo);
+  size_t sums[] = {a.weights, a.halo, a.pairs, a.dy, a.bn, a.slots, a.total};
+  for (size_t i = 0; i + 1 < G_N_ELEMENTS(sums); i++) {
+    g_assert_cmpuint(sums[i] % 16, ==, 0);
+    g_assert_cmpuint(sums[i], <, sums[i + 1]);
+  }
+  TdmKStemDxLayout d = tdm_k_stem_dx_layout(s->fwd_kpad, s->kc, halo);
+  size_t dx[] = {d.weights, d.halo, d.pixels, d.pairs, d.rows, d.cols, d.dy, d.bn, d.total};
+  for (size_t i = 0; i + 1 < G_N_ELEMENTS(dx); i++) {
+    g_assert_cmpuint(dx[i] % 16, ==, 0);
+    g_assert_cmpuint(dx[i], <, dx[i + 1]);
+  }
+  g_assert_cmpuint(d.pixels - d.halo, >=, (size_t)halo * 4);
+  g_assert_cmpuint(d.cols - d.rows, ==, TDM_K_SMALL_BM / 2 * 8);
+  g_assert_cmpuint(d.dy - d.cols, >=, (size_t)s->kc * 4);
+  if (s->pixel_groups > 1)
+    g_assert_cmpuint((size_t)s->pixel_groups * TDM_K_STEM_CB * s->kc * 4, <=, d.bn - d.dy);
+  g_assert_cmpuint(p->sums_smem, ==, a.total);
+  g_assert_cmpuint(p->dx_smem, ==, d.total);
+  g_assert_cmpuint(p->sums_smem, <=, TDM_K_SMALL_SMEM_MAX);
+  g_assert_cmpuint(p->dx_smem, <=, TDM_K_SMALL_SMEM_MAX);
+  g_assert_cmpint(p->blocks, ==, s->splits);
+  g_assert_cmpuint(p->wgrad_bytes, ==, s->partial_bytes);
+  g_assert_cmpuint(p->scratch_bytes, ==, MAX(p->sums_bytes, p->wgrad_bytes));
+  g_assert_cmpint(p->fpw, ==, s->kpad <= 64 ? 1 : 2);
+}
+
+static void
+test_stem_bn(void)
+{
+  TdmKStemBnPlan p = {0};
+  g_assert_true(tdm_k_stem_bn_plan(128, 128, 128, 3, 64, 3, 1, 1, &p));
+  const TdmKSmallPlan *s = &p.small;
+  /* 128 × 128 outputs: every width covers them exactly; the halo least at 8 × 16 and
+   * 16 × 8 (10 × 18 and 18 × 10 pixels): the wider. 8 × 16 tiles an image. */
+  g_assert_cmpint(s->tw, ==, 16);
+  g_assert_cmpint(s->tiles, ==, 128 * 128);
+  g_assert_cmpint(s->kpad, ==, 32);
+  g_assert_cmpint(s->pixel_groups, ==, 2);
+  /* 512 splits of 32 tiles: the sums' partials 512 × 2 × 64 doubles, the weight
+   * gradient's 512 × 64 × 32 floats. */
+  g_assert_cmpint(p.blocks, ==, 512);
+  g_assert_cmpint(s->split_tiles, ==, 32);
+  g_assert_cmpint(p.fpw, ==, 1);
+  g_assert_cmpuint(p.sums_bytes, ==, 512 * 2 * 64 * 8);
+  g_assert_cmpuint(p.wgrad_bytes, ==, 512 * 64 * 32 * 4);
+  g_assert_cmpuint(p.scratch_bytes, ==, 4 << 20);
+  /* Weights 64 × 40 bf16, the halo 10 × 18 × 3 words, the pair table 16 pairs, dy twice
+   * 128 × 72 bf16, the bn 4 × 64 floats, the slots 256 × 16 doubles. */
+  g_assert_cmpuint(p.sums_smem, ==, 5120 + 2160 + 128 + 36864 + 1024 + 32768);
+  /* ... the halo twice, the pixel table 64 pairs, the column table 32 ints, the bn 5 × 64. */
+  g_assert_cmpuint(p.dx_smem, ==, 5120 + 2 * 2160 + 128 + 512 + 128 + 36864 + 1280);
+  check_stem_layouts(&p, 3);
+  /* The rows' other sizes: 32 px at 512, 64 px at 256. */
+  g_assert_true(tdm_k_stem_bn_plan(512, 32, 32, 3, 64, 3, 1, 1, &p));
+  check_stem_layouts(&p, 3);
+  g_assert_true(tdm_k_stem_bn_plan(256, 64, 64, 3, 64, 3, 1, 1, &p));
+  check_stem_layouts(&p, 3);
+  /* 8 channels: 72 columns, two fragments a warp; 128 outputs. */
+  g_assert_true(tdm_k_stem_bn_plan(2, 19, 23, 8, 128, 3, 1, 2, &p));
+  g_assert_cmpint(p.fpw, ==, 2);
+  check_stem_layouts(&p, 8);
+  /* Refused: 32 or 48 outputs (no 64-channel tile), 200 or 392 columns (more than 128),
+   * what conv-small refuses. */
+  g_assert_false(tdm_k_stem_bn_plan(2, 32, 32, 3, 32, 3, 1, 1, &p));
+  g_assert_false(tdm_k_stem_bn_plan(2, 32, 32, 3, 48, 3, 1, 1, &p));
+  g_assert_false(tdm_k_stem_bn_plan(2, 32, 32, 8, 64, 5, 2, 1, &p));
+  g_assert_false(tdm_k_stem_bn_plan(2, 32, 32, 8, 64, 7, 3, 1, &p));
+  g_assert_false(tdm_k_stem_bn_plan(2, 32, 32, 16, 64, 3, 1, 1, &p));
+  g_assert_false(tdm_k_stem_bn_plan(2, 32, 32, 3, 64, 3, 1, 3, &p));
+  /* Random shapes. */
+  for (int i = 0; i < 2000; i++) {
+    int n = g_test_rand_int_range(1, 9), h = g_test_rand_int_range(1, 140);
+    int w = g_test_rand_int_range(1, 140), c = g_test_rand_int_range(1, 9);
+    int out_c = 16 * g_test_rand_int_range(1, 13), kernel = g_test_rand_int_range(1, 8);
+    int pad = g_test_rand_int_range(0, 4), stride = g_test_rand_int_range(1, 3);
+    TdmKStemBnPlan q = {0}, again = {0};
+    gboolean takes = tdm_k_stem_bn_plan(n, h, w, c, out_c, kernel, pad, stride, &q);
+    g_assert_cmpint(takes, ==,
+                    tdm_k_stem_bn_plan(n, h, w, c, out_c, kernel, pad, stride, &again));
+    if (!takes)
+      continue;
+    g_assert_cmpint(memcmp(&q, &again, sizeof q), ==, 0);
+    TdmKSmallPlan plain = {0};
+    g_assert_true(tdm_k_small_plan(n, h, w, c, out_c, kernel, pad, stride, &plain));
+    g_assert_cmpint(memcmp(&q.small, &plain, sizeof plain), ==, 0);
+    g_assert_cmpint(out_c % 64, ==, 0);
+    g_assert_cmpint(q.small.bn, ==, 64);
+    g_assert_cmpint(q.small.ob, ==, 64);
+    g_assert_cmpint(q.small.kchunks, ==, 1);
+    g_assert_cmpint(q.small.kpad, <=, TDM_K_STEM_KPAD_MAX);
+    g_assert_cmpuint(q.sums_bytes, ==, (size_t)q.blocks * 2 * out_c * 8);
+    check_stem_layouts(&q, c);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -299,5 +408,6 @@ main(int argc, char **argv)
   g_test_add_func("/conv-small-plan/refused", test_refused);
   g_test_add_func("/conv-small-plan/random-shapes", test_random_shapes);
   g_test_add_func("/conv-small-plan/halo-columns", test_halo_columns);
+  g_test_add_func("/conv-small-plan/stem-bn", test_stem_bn);
   return g_test_run();
 }

@@ -638,6 +638,7 @@ main(int argc, char **argv)
   test_cuda_layers_add_pools_bf16();
   test_cuda_layers_add_bn();
   test_cuda_layers_add_start_sums();
+  test_cuda_layers_add_stem_bn();
 
   int status = g_test_run();
   if (gpu != NULL) {

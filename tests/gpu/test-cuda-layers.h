@@ -252,3 +252,5 @@ void test_cuda_layers_add_pools_bf16(void);
 void test_cuda_layers_add_bn(void);
 /* test-cuda-layers-start-sums.c's: a block's start with the bn's sums in one pass. */
 void test_cuda_layers_add_start_sums(void);
+/* test-cuda-layers-stem-bn.c's: the stem's backward in two passes. */
+void test_cuda_layers_add_stem_bn(void);

@@ -472,5 +472,6 @@ main(int argc, char **argv)
   test_cuda_train_add_accuracy();
   test_cuda_train_add_start_sums();
   test_cuda_train_add_bn_store();
+  test_cuda_train_add_stem_bn();
   return g_test_run();
 }

@@ -105,3 +105,5 @@ void test_cuda_train_add_accuracy (void);
 void test_cuda_train_add_start_sums (void);
 /* test-cuda-train-bn-store.c's: a bn's output stored for its conv trains as the prologue. */
 void test_cuda_train_add_bn_store (void);
+/* test-cuda-train-stem-bn.c's: the stem's two passes train as the four steps. */
+void test_cuda_train_add_stem_bn (void);

@@ -2,12 +2,15 @@
 /* tdm-backend-cpu-conv.c — the CPU backend's convolution operations that the replica
  * composes with GEMMs: im2col and col2im (on float32 columns, the loops of
  * tdm-cpu-kernels.c for this CPU; on bfloat16 columns, and the columns of a bn's
- * output normalized as they are gathered), and a network's first conv fused with its
- * pool. The whole 3×3 convolutions are
- * the Winograd files' (tdm-backend-cpu-winograd.c). The front door checked the shapes.
+ * output normalized as they are gathered), a network's first conv fused with its
+ * pool, and a bf16 run's stem with its bn in backward in two passes, composed of this
+ * backend's own operations in the order the replica runs them apart. The whole 3×3
+ * convolutions are the Winograd files' (tdm-backend-cpu-winograd.c). The front door
+ * checked the shapes.
  */
 #include "tdm-backend-cpu-private.h"
 #include "tdm-bf16.h"
+#include "tdm-conv-columns.h"
 
 #include <string.h>
 
@@ -150,4 +153,71 @@ tdm_cpu_col2im_bf16(TdmBackend *b, void *dx, TdmDtype dx_type, const uint16_t *c
       out16[i] = tdm_bf16_round(sums[i]);
   }
   g_free(sums);
+}
+
+/* The stem's two passes (tdm_backend_stem_bn_sums(), _dx_wgrad()): the steps the replica
+ * runs without them (tdm-replica-backward.c's stem_output_again(), bn_backward(), the
+ * stem's tdm_replica_conv_backward()), each the same call, so the same bits. Taken where
+ * the replica's own composition of the stem is the staged float32 way
+ * (tdm-replica-conv.c): a bf16 run, a float32 image, columns (not a 1×1 conv of stride 1
+ * and no padding) and more outputs than the reduction, where bf16 columns are not taken
+ * (tdm_replica_conv_bf16()): the CIFAR stem, 27 taps for 64 outputs. The columns hold
+ * the whole batch (a CPU's bound is 0, tdm_conv_columns_bound()), the float32 stage of
+ * the output after them: the workspace's need of those steps, no more. */
+
+gboolean
+tdm_cpu_stem_bn_takes(TdmBackend *b, const TdmConvShape *s, TdmDtype x_type, size_t *work_bytes)
+{
+  int k = s->c * s->kernel * s->kernel;
+  if (b->precision != TDM_PRECISION_BF16 || x_type != TDM_DTYPE_F32 || s->out_c <= k ||
+      (s->kernel == 1 && s->stride == 1 && s->pad == 0))
+    return FALSE;
+  size_t rows = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s);
+  *work_bytes = tdm_conv_staged_stage_at(s, FALSE, 0) + rows * s->out_c * sizeof(float);
+  return TRUE;
+}
+
+/* The stem's output as the replica's forward writes it (float32 columns into work, the
+ * product staged after them, rounded once into spare); the columns and the stage's
+ * place in *cols and *stage. */
+static void
+stem_output16(TdmBackend *b, const TdmStemBn *a, float **cols, float **stage)
+{
+  const TdmConvShape *s = &a->shape;
+  int rows = s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s), k = s->c * s->kernel * s->kernel;
+  *cols = a->work;
+  *stage = (float *)((char *)a->work + tdm_conv_staged_stage_at(s, FALSE, 0));
+  tdm_cpu_im2col(b, *cols, a->x, s->n, s->h, s->w, s->c, s->kernel, s->kernel, s->pad,
+                 s->stride);
+  tdm_cpu_gemm(b, false, true, rows, s->out_c, k, 1.0f, *cols, k, a->w, k, 0.0f, *stage,
+               s->out_c);
+  tdm_cpu_to_bf16(b, a->spare, *stage, (size_t)rows * s->out_c);
+}
+
+void
+tdm_cpu_stem_bn_sums(TdmBackend *b, const TdmStemBn *a, float *dgamma, float *dbeta)
+{
+  const TdmConvShape *s = &a->shape;
+  float *cols, *stage;
+  stem_output16(b, a, &cols, &stage);
+  tdm_cpu_bn_backward_sums(b, dgamma, dbeta, a->dy, TDM_DTYPE_BF16, a->spare, TDM_DTYPE_BF16,
+                           a->mean, a->invstd, a->gamma, a->beta, a->relu,
+                           s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s), s->out_c);
+}
+
+void
+tdm_cpu_stem_bn_dx_wgrad(TdmBackend *b, const TdmStemBn *a, const float *sum_dgamma,
+                         const float *sum_dbeta, float inv_count, float *dw)
+{
+  const TdmConvShape *s = &a->shape;
+  int rows = s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s), k = s->c * s->kernel * s->kernel;
+  float *cols, *stage;
+  stem_output16(b, a, &cols, &stage);
+  /* The bn's input gradient over its input, then widened into the stage for the weight
+   * gradient's product against the same columns. */
+  tdm_cpu_bn_backward_dx_bf16(b, a->spare, a->dy, TDM_DTYPE_BF16, a->spare, TDM_DTYPE_BF16,
+                              a->mean, a->invstd, a->gamma, a->beta, a->relu, sum_dgamma,
+                              sum_dbeta, inv_count, rows, s->out_c);
+  tdm_cpu_from_bf16(b, stage, a->spare, (size_t)rows * s->out_c);
+  tdm_cpu_gemm(b, true, false, s->out_c, k, rows, 1.0f, stage, s->out_c, cols, k, 0.0f, dw, k);
 }

@@ -130,6 +130,11 @@ void tdm_cpu_conv_pool_backward(TdmBackend *b, float *dwt, float *dbias, const f
                                 const int32_t *argmax, const float *y, const float *x,
                                 bool relu, int n, int h, int w, int c, int out, int kh, int kw,
                                 int pad, int pk);
+gboolean tdm_cpu_stem_bn_takes(TdmBackend *b, const TdmConvShape *s, TdmDtype x_type,
+                               size_t *work_bytes);
+void tdm_cpu_stem_bn_sums(TdmBackend *b, const TdmStemBn *a, float *dgamma, float *dbeta);
+void tdm_cpu_stem_bn_dx_wgrad(TdmBackend *b, const TdmStemBn *a, const float *sum_dgamma,
+                              const float *sum_dbeta, float inv_count, float *dw);
 
 /* tdm-backend-cpu-pool.c */
 void tdm_cpu_maxpool_forward(TdmBackend *b, float *y, int32_t *argmax, const float *x,

@@ -56,6 +56,8 @@ typedef struct {
 
 struct _TdmConvEngine {
   GHashTable *choices;         /* key → Choice */
+  GHashTable *ran;             /* forward key → the name of what its last call ran ("":
+                                * nothing, the replica composes it; tdm_cuda_conv_ran()) */
   cudaEvent_t start, stop;
   char *model;                 /* the disk cache's file: GPU and library versions */
   void *host;                  /* the screens' host memory, kept from one timing to the */
@@ -110,6 +112,7 @@ engine(TdmBackend *b)
   TdmConvEngine *e = g_new0(TdmConvEngine, 1);
   e->choices = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, choice_free);
   e->refused = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  e->ran = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   e->model = model_of(b->device_index, b);
   cb->conv = e;
   return e;
@@ -138,6 +141,7 @@ tdm_cuda_conv_engine_free(TdmBackend *b)
     tdm_cuda_conv_engine_release_host(b);
     g_hash_table_destroy(e->choices);
     g_hash_table_destroy(e->refused);
+    g_hash_table_destroy(e->ran);
     if (e->start != NULL)
       (void)cudaEventDestroy(e->start);
     if (e->stop != NULL)
@@ -782,6 +786,29 @@ needs(const TdmConvArgs *a, size_t bytes)
   return bytes <= a->work_bytes;
 }
 
+/* What a forward of a's key ran: candidate c, or (NULL) nothing, the caller composing
+ * it (the engine off, no choice, not the room, or im2col left to the replica). Read by
+ * tdm_cuda_conv_ran(): a later step that makes the forward's output again (the stem's
+ * two passes) asks whether it was conv-small's bits. */
+static void
+ran_record(TdmBackend *b, const TdmConvArgs *a, const TdmConvCandidate *c)
+{
+  TdmConvLayout kl = {.a = a, .dir = TDM_CONV_FORWARD};
+  g_hash_table_replace(engine(b)->ran, key_of(b, &kl), g_strdup(c != NULL ? c->name : ""));
+}
+
+gboolean
+tdm_cuda_conv_ran(TdmBackend *b, const TdmConvArgs *a, const char *name)
+{
+  TdmConvEngine *e = CUDA_B(b)->conv;
+  if (e == NULL)
+    return FALSE;
+  TdmConvLayout kl = {.a = a, .dir = TDM_CONV_FORWARD};
+  g_autofree char *key = key_of(b, &kl);
+  const char *ran = g_hash_table_lookup(e->ran, key);
+  return ran != NULL && g_str_equal(ran, name);
+}
+
 gboolean
 tdm_cuda_conv_engine_forward(TdmBackend *b, const TdmConvArgs *a)
 {
@@ -789,6 +816,8 @@ tdm_cuda_conv_engine_forward(TdmBackend *b, const TdmConvArgs *a)
   forced_kind(&off);
   TdmConvLayout l;
   needs(a, 0);
+  if (!tdm_backend_failed(b))
+    ran_record(b, a, NULL);
   if (off || tdm_backend_failed(b) || !tdm_conv_layout(b, a, TDM_CONV_FORWARD, &l) ||
       !tdm_cuda_begin(b))
     return FALSE;
@@ -805,6 +834,7 @@ tdm_cuda_conv_engine_forward(TdmBackend *b, const TdmConvArgs *a)
   if (!prepared)
     tdm_conv_prepare(b, &l);
   run(b, &l, c, TRUE);
+  ran_record(b, a, c);
   return TRUE;
 }
 
@@ -929,6 +959,8 @@ tdm_cuda_conv_run_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection di
     return FALSE;
   tdm_conv_prepare(b, &l);
   run(b, &l, c, FALSE);
+  if (dir == TDM_CONV_FORWARD)
+    ran_record(b, a, c);
   return TRUE;
 }
 

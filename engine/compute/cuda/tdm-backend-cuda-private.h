@@ -101,6 +101,13 @@ void *tdm_cuda_alloc(TdmBackend *b, size_t bytes, GError **error);
 
 /* The operations in the backend's table, by family (their files). */
 
+/* tdm-backend-cuda-stem-bn.c */
+gboolean tdm_cuda_stem_bn_takes(TdmBackend *b, const TdmConvShape *s, TdmDtype x_type,
+                                size_t *work_bytes);
+void tdm_cuda_stem_bn_sums(TdmBackend *b, const TdmStemBn *a, float *dgamma, float *dbeta);
+void tdm_cuda_stem_bn_dx_wgrad(TdmBackend *b, const TdmStemBn *a, const float *sum_dgamma,
+                               const float *sum_dbeta, float inv_count, float *dw);
+
 /* tdm-backend-cuda-gemm.c */
 void tdm_cuda_gemm(TdmBackend *b, bool trans_a, bool trans_b, int m, int n, int k,
                    float alpha, const float *a, int lda, const float *bm, int ldb,

@@ -53,6 +53,10 @@ size_t tdm_cuda_conv_cudnn_workspace_named (TdmBackend *b, const TdmConvArgs *a,
 /* The chosen candidate's name for a direction of this call, choosing now if needed;
  * NULL when none takes it. Valid while the backend lives. */
 const char *tdm_cuda_conv_chosen (TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir);
+/* Whether the last forward of a's key (shape, operand types, precision: the choice's
+ * key) ran the candidate `name`, through the engine or by name; FALSE where it ran
+ * another, or the engine left it to the caller, or none ran yet. */
+gboolean tdm_cuda_conv_ran (TdmBackend *b, const TdmConvArgs *a, const char *name);
 /* The candidates the screen left out when this backend timed the choice for a direction
  * of this call (tdm-backend-cuda-conv-screen.h: their results lay further from the
  * reference's than their precision allows), and in *reference (where not NULL; freed by
