@@ -275,7 +275,8 @@ gboolean tdm_replica_start_sums (void);
 /* Whether a replica takes the stem's conv and its bn back in two passes
  * (tdm_backend_stem_bn_sums(), tdm_backend_stem_bn_dx_wgrad(): the stem's output made
  * again as they go) where the stem keeps no output (a bf16 run's CIFAR stem) and its
- * backend takes the shape: yes, unless the environment says TANDEM_STEM_BN=0 (tests and
+ * backend takes the shape (the CUDA backend, until its kernels have run on a GPU, only with
+ * TANDEM_STEM_BN=1): yes, unless the environment says TANDEM_STEM_BN=0 (tests and
  * A/B benchmarks of the four steps they replace: the stem's forward again, the bn's sums,
  * its input gradient, the conv's weight gradient). Read when a replica is made, never by
  * the passes. */

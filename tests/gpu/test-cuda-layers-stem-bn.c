@@ -426,6 +426,9 @@ test_stem_bn_follows_forward(void)
 void
 test_cuda_layers_add_stem_bn(void)
 {
+  /* The CUDA backend takes the passes only when asked until they have run on a GPU
+   * (tdm-backend-cuda-stem-bn.c's passes_wanted()). */
+  g_setenv("TANDEM_STEM_BN", "1", TRUE);
   g_test_add_func("/cuda-layers/stem-bn", test_stem_bn_kernels);
   g_test_add_func("/cuda-layers/stem-bn-refused", test_stem_bn_refused);
   g_test_add_func("/cuda-layers/stem-bn-follows-forward", test_stem_bn_follows_forward);

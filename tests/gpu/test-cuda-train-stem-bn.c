@@ -54,7 +54,7 @@ test_stem_bn_steps(void)
   for (guint d = 0; d < G_N_ELEMENTS(devices); d++) {
     size_t n = 0, m = 0;
     guint64 passes = 0, none = 0;
-    g_autofree float *two = train_stem(data, devices[d], NULL, &n, &passes);
+    g_autofree float *two = train_stem(data, devices[d], "1", &n, &passes);
     if (passes == 0) {
       g_test_skip("the CUDA backend does not take the stem's two passes here");
       return;
