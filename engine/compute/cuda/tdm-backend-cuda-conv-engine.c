@@ -18,8 +18,9 @@
  * The rule never prefers a fused cuDNN plan (compiled at run time, seconds a shape)
  * or an input gradient by phases over another candidate: it is the rule's choice only
  * where it is the only one. A phases candidate that cuDNN refuses as it runs (its views
- * taken when its plans were built) is refused for its key from then on, and the choice
- * made again without it (mend()): a run of the engine's own choice never fails for it.
+ * taken when its plans were built; NOT_SUPPORTED or BAD_PARAM, no CUDA error pending) is
+ * refused for its key from then on, and the choice made again without it (mend()): a run
+ * of the engine's own choice never fails for a refusal; any other failure fails it.
  *
  * A timing is also a screen (tdm-backend-cuda-conv-screen.h), as far as the choice
  * needs: the reference candidate (the least rounding: a float32 result first, im2col
