@@ -398,7 +398,7 @@ run_once(Bench *bk, const Sweep *sw, const Plan *p, int64_t engine, void *out, v
     image = out;
   else
     filter = out;
-  return tdm_cudnn_plan_run(bk->dnn, bk->handle, &plan, image, filter, outs, ws, error);
+  return tdm_cudnn_plan_run(bk->dnn, bk->handle, &plan, image, filter, outs, ws, NULL, error);
 }
 
 static size_t

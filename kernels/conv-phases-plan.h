@@ -22,6 +22,15 @@
  * to one phase (φ = (k mod s − p) mod s), so the sorted kernels hold K² taps in all: as
  * many values as w. A phase with no tap (J = 0 on an axis) or no row of dy in reach
  * writes zeros; one with no output (φ ≥ H) writes nothing.
+ *
+ * Pre-padded (tdm_k_phases_pad()): a phase's padding is uneven (3×3 at stride 2,
+ * padding 1: the odd phases have none before and one after), which some of cuDNN's
+ * engines refuse. dy copied once into a buffer of B zero rows before it and A after
+ * (B, A the most padding any phase that convolves has before and after; columns alike)
+ * holds every phase's padding: its view starts at row in_start − pre + B of the copy
+ * and spans pre + in_count + post rows, a stride-1 correlation without padding. It
+ * stays inside the copy: in_start − pre ≥ −B, and in_start + in_count + post ≤ OH + A
+ * (post > 0 only where the view reaches dy's end).
  */
 #pragma once
 
@@ -193,4 +202,92 @@ tdm_k_phases_sorted_index(int o, int ky, int kx, int ch, int c, int out_c, int k
   int taps_x = tdm_k_phase_taps(kernel, pad, stride, px);
   int64_t block = tdm_k_phases_block(kernel, pad, stride, py, px, c, out_c);
   return block + (((int64_t)ch * taps_y + my) * taps_x + mx) * out_c + o;
+}
+
+/* The pre-padded copy of dy: per axis (rows, columns) its zeros before and after dy and
+ * its size, and dy's size (OH, OW). */
+typedef struct {
+  int before[2], after[2];
+  int size[2];     /* OH + before + after; OW likewise */
+  int dy_size[2];  /* OH, OW */
+} TdmKPhasesPad;
+
+/* The most padding before and after of an axis' phases that reach dy (a phase that
+ * convolves is one that does on both axes); FALSE where none does. */
+TDM_K_PHASES_BOTH static inline bool
+tdm_k_phases_margins(int size, int out, int kernel, int pad, int stride, int *before,
+                     int *after)
+{
+  bool any = false;
+  *before = 0;
+  *after = 0;
+  for (int f = 0; f < stride; f++) {
+    TdmKPhaseAxis a = tdm_k_phase_axis(size, out, kernel, pad, stride, f);
+    if (a.count == 0 || a.in_count == 0)
+      continue;
+    any = true;
+    *before = a.pre > *before ? a.pre : *before;
+    *after = a.post > *after ? a.post : *after;
+  }
+  return any;
+}
+
+/* The copy of dy that holds every phase's padding, for an input of h × w (no margins
+ * where no phase convolves). */
+TDM_K_PHASES_BOTH static inline TdmKPhasesPad
+tdm_k_phases_pad(int h, int w, int kernel, int pad, int stride)
+{
+  TdmKPhasesPad pd;
+  pd.dy_size[0] = tdm_k_phases_out(h, kernel, pad, stride);
+  pd.dy_size[1] = tdm_k_phases_out(w, kernel, pad, stride);
+  bool rows = tdm_k_phases_margins(h, pd.dy_size[0], kernel, pad, stride, &pd.before[0],
+                                   &pd.after[0]);
+  bool cols = tdm_k_phases_margins(w, pd.dy_size[1], kernel, pad, stride, &pd.before[1],
+                                   &pd.after[1]);
+  for (int d = 0; d < 2; d++) {
+    if (!rows || !cols)
+      pd.before[d] = pd.after[d] = 0;
+    pd.size[d] = pd.dy_size[d] + pd.before[d] + pd.after[d];
+  }
+  return pd;
+}
+
+/* Whether the copy has any margin: where it has none, every phase is unpadded already. */
+TDM_K_PHASES_BOTH static inline bool
+tdm_k_phases_pad_any(const TdmKPhasesPad *pd)
+{
+  return pd->before[0] + pd->after[0] + pd->before[1] + pd->after[1] > 0;
+}
+
+/* Where the copy's pixel (r, q) of a sample comes from: dy's pixel r − before, q − before
+ * within the sample (row · OW + column), or −1 for a zero of the margins. */
+TDM_K_PHASES_BOTH static inline int64_t
+tdm_k_phases_pad_source(int r, int q, const TdmKPhasesPad *pd)
+{
+  int y = r - pd->before[0], x = q - pd->before[1];
+  if (y < 0 || y >= pd->dy_size[0] || x < 0 || x >= pd->dy_size[1])
+    return -1;
+  return (int64_t)y * pd->dy_size[1] + x;
+}
+
+/* Phase ph (out_c channels of dy) over the copy instead of dy: its view of dy widened by
+ * its padding and taken from the copy, no padding left (pre and post 0; its axes' pre and
+ * post still say what the padding was). A phase that does not convolve is unchanged. */
+TDM_K_PHASES_BOTH static inline TdmKPhase
+tdm_k_phase_prepadded(TdmKPhase ph, const TdmKPhasesPad *pd, int out_c)
+{
+  if (ph.kind != TDM_K_PHASE_CONV)
+    return ph;
+  int64_t O = out_c;
+  int64_t rows = ph.pre[0] + ph.row.in_count + ph.post[0];
+  int64_t cols = ph.pre[1] + ph.col.in_count + ph.post[1];
+  int64_t top = ph.row.in_start - ph.pre[0] + pd->before[0];
+  int64_t left = ph.col.in_start - ph.pre[1] + pd->before[1];
+  tdm_k_phases_four(ph.x_dims, ph.x_dims[0], O, rows, cols);
+  tdm_k_phases_four(ph.x_strides, (int64_t)pd->size[0] * pd->size[1] * O, 1,
+                    (int64_t)pd->size[1] * O, O);
+  ph.x_offset = (top * pd->size[1] + left) * O;
+  for (int d = 0; d < 2; d++)
+    ph.pre[d] = ph.post[d] = 0;
+  return ph;
 }

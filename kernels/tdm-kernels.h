@@ -131,6 +131,14 @@ cudaError_t tdm_k_conv_dgrad_bf16(void *dx, bool dx16, const uint16_t *dy, const
  * `sorted` (as many values, the same type). */
 cudaError_t tdm_k_conv_phases_weights(void *sorted, const void *w, bool bf16, int out_c, int c,
                                       int kernel, int pad, int stride, cudaStream_t stream);
+/* conv-phases.cu: dy (n × dy_h × dy_w × out_c, bf16 where bf16, else float32) copied into
+ * `padded` (n × (before_h + dy_h + after_h) × (before_w + dy_w + after_w) × out_c, the
+ * same type) with zeros in its margins: the phases' pre-padded form
+ * (conv-phases-plan.h's tdm_k_phases_pad()). out_c a multiple of 8, both 16-byte
+ * aligned. */
+cudaError_t tdm_k_conv_phases_pad(void *padded, const void *dy, bool bf16, int n, int dy_h,
+                                  int dy_w, int out_c, int before_h, int after_h, int before_w,
+                                  int after_w, cudaStream_t stream);
 
 /* conv-small.cu: a convolution of few input channels (conv-small-plan.h's
  * tdm_k_small_plan() says which shapes) on bf16 tensor cores, without columns; sm_80 or

@@ -5,7 +5,8 @@
  * spelt one way (a fused plan's, "cudnn-fused:…", too), and damaged names refused — a
  * field missing or out of order, a sign, a leading zero, a chunk of no samples, a number
  * past its type, trailing text, a fused plan or phases padded or in chunks. A strided
- * input gradient by phases ("cudnn-phases:…") is read back and spelt one way too. */
+ * input gradient by phases ("cudnn-phases:…", and over dy's pre-padded copy,
+ * "cudnn-phases:…:hp") is read back and spelt one way too; no other kind is pre-padded. */
 #include "tdm-backend-cuda-conv-name.h"
 
 static void
@@ -58,6 +59,16 @@ test_read_back(void)
   g_assert_false(n.padded);
   g_assert_cmpint(n.chunk, ==, 0);
   g_assert_true(tdm_conv_candidate_name_valid("cudnn-phases:e0:r0:f"));
+  g_assert_false(n.prepadded);
+  g_assert_true(tdm_cudnn_name_parse("cudnn-phases:e49:r7:hp", &n));
+  g_assert_true(n.phases);
+  g_assert_true(n.prepadded);
+  g_assert_cmpint(n.engine, ==, 49);
+  g_assert_cmpint(n.rank, ==, 7);
+  g_assert_cmpint(n.out, ==, 'h');
+  g_assert_true(tdm_cudnn_name_parse("cudnn-phases:e0:r0:fp", &n));
+  g_assert_true(n.prepadded);
+  g_assert_cmpint(n.out, ==, 'f');
 }
 
 /* Every combination formatted and read back to itself. */
@@ -99,21 +110,29 @@ test_round_trip(void)
         g_assert_true(tdm_conv_candidate_name_valid(name));
       }
   for (size_t e = 0; e < G_N_ELEMENTS(engines); e++)
-    for (int out = 0; out < 2; out++) {
-      TdmCudnnName want = {engines[e], 1, out ? 'h' : 'f', FALSE, 0, FALSE, TRUE};
-      g_autofree char *name = tdm_cudnn_name_format(&want);
-      g_assert_true(g_str_has_prefix(name, "cudnn-phases:e"));
-      TdmCudnnName got;
-      g_assert_true(tdm_cudnn_name_parse(name, &got));
-      g_assert_true(got.phases);
-      g_assert_false(got.fused);
-      g_assert_cmpint(got.engine, ==, want.engine);
-      g_assert_cmpint(got.out, ==, want.out);
-      g_assert_true(tdm_conv_candidate_name_valid(name));
-    }
+    for (size_t r = 0; r < G_N_ELEMENTS(ranks); r++)
+      for (int out = 0; out < 2; out++)
+        for (int prepadded = 0; prepadded < 2; prepadded++) {
+          TdmCudnnName want = {engines[e], ranks[r], out ? 'h' : 'f', FALSE, 0, FALSE, TRUE,
+                               prepadded};
+          g_autofree char *name = tdm_cudnn_name_format(&want);
+          g_assert_true(g_str_has_prefix(name, "cudnn-phases:e"));
+          TdmCudnnName got;
+          g_assert_true(tdm_cudnn_name_parse(name, &got));
+          g_assert_true(got.phases);
+          g_assert_false(got.fused);
+          g_assert_cmpint(got.engine, ==, want.engine);
+          g_assert_cmpint(got.rank, ==, want.rank);
+          g_assert_cmpint(got.out, ==, want.out);
+          g_assert_cmpint(got.prepadded, ==, want.prepadded);
+          g_assert_true(tdm_conv_candidate_name_valid(name));
+        }
   TdmCudnnName phases = {49, 0, 'h', FALSE, 0, FALSE, TRUE};
   g_autofree char *phases_name = tdm_cudnn_name_format(&phases);
   g_assert_cmpstr(phases_name, ==, "cudnn-phases:e49:r0:h");
+  TdmCudnnName prepadded = {49, 3, 'f', FALSE, 0, FALSE, TRUE, TRUE};
+  g_autofree char *prepadded_name = tdm_cudnn_name_format(&prepadded);
+  g_assert_cmpstr(prepadded_name, ==, "cudnn-phases:e49:r3:fp");
   TdmCudnnName chunked = {62, 0, 'h', FALSE, 32, FALSE};
   g_autofree char *name = tdm_cudnn_name_format(&chunked);
   g_assert_cmpstr(name, ==, "cudnn:e62:r0:h:n32");
@@ -180,6 +199,16 @@ test_damaged(void)
     "cudnn-phases:e49:r0:h ",
     "cudnn-phase:e49:r0:h",
     "cudnn-phases-fused:e49:r0:h",
+    "cudnn-phases:e49:r0:pp",
+    "cudnn-phases:e49:r0:hpp",
+    "cudnn-phases:e49:r0:hP",
+    "cudnn-phases:e49:r0:h:p",
+    "cudnn-phases:e49:r0:hp:c8",
+    "cudnn-phases:e49:r0:hp:n32",
+    "cudnn-phases:e49:r0:hp ",
+    "cudnn:e62:r0:hp",
+    "cudnn:e62:r0:fp:c8",
+    "cudnn-fused:e62:r0:hp",
   };
   for (size_t i = 0; i < G_N_ELEMENTS(damaged); i++) {
     TdmCudnnName n;

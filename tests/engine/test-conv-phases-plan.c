@@ -5,8 +5,10 @@
  * computed exactly as a forward convolution reads and writes the tensors its
  * descriptors give (dimensions, strides, offsets, padding before and after), against a
  * direct input gradient, for strides 2 to 4, kernels 1 to 7, padding 0 to 3, odd and
- * even sizes: every pixel of dx written once, the same sums within 1e-9. Also 3×3 at
- * stride 2, padding 1, worked out by hand.
+ * even sizes: every pixel of dx written once, the same sums within 1e-9; and the same
+ * over dy's pre-padded copy (tdm_k_phases_pad(): every phase unpadded, its view inside
+ * the copy). Also 3×3 at stride 2, padding 1, worked out by hand, its copy's margins
+ * too.
  */
 #include "conv-phases-plan.h"
 
@@ -116,10 +118,39 @@ phase_forward(const TdmKPhase *ph, const double *dy, const double *sorted, doubl
 }
 
 /* How many phases of the shapes checked wrote zeros, started their view of dy past its
- * first row (a negative padding before), or had padding after: each case is met. */
-static int zero_phases, shifted_views, padded_after;
+ * first row (a negative padding before), or had padding after, and how many pre-padded
+ * copies had margins: each case is met. */
+static int zero_phases, shifted_views, padded_after, pre_padded;
 
-/* The phases of s against a direct input gradient; FALSE where the shape has no output. */
+/* dy copied with the margins of pd (tdm_k_phases_pad_source()), as conv-phases.cu's
+ * tdm_k_conv_phases_pad() copies it; each of dy's values once. */
+static double *
+padded_copy(const Shape *s, const TdmKPhasesPad *pd, const double *dy)
+{
+  int oh = out_h(s), ow = out_w(s);
+  g_assert_cmpint(pd->dy_size[0], ==, oh);
+  g_assert_cmpint(pd->dy_size[1], ==, ow);
+  size_t pixels = (size_t)pd->size[0] * pd->size[1];
+  double *copy = g_new(double, (size_t)s->n * pixels * s->out_c);
+  g_autofree int *hits = g_new0(int, (size_t)oh * ow);
+  for (int n = 0; n < s->n; n++)
+    for (int r = 0; r < pd->size[0]; r++)
+      for (int q = 0; q < pd->size[1]; q++) {
+        int64_t from = tdm_k_phases_pad_source(r, q, pd);
+        if (n == 0 && from >= 0)
+          hits[from]++;
+        for (int o = 0; o < s->out_c; o++)
+          copy[((n * pixels) + (size_t)r * pd->size[1] + q) * s->out_c + o] =
+              from < 0 ? 0.0 : dy[((size_t)n * oh * ow + from) * s->out_c + o];
+      }
+  for (int e = 0; e < oh * ow; e++)
+    g_assert_cmpint(hits[e], ==, 1);
+  return copy;
+}
+
+/* The phases of s against a direct input gradient, over dy as it is and over its
+ * pre-padded copy (tdm_k_phase_prepadded(): every phase unpadded); FALSE where the shape
+ * has no output. */
 static gboolean
 check_shape(const Shape *s, GRand *rand)
 {
@@ -136,55 +167,81 @@ check_shape(const Shape *s, GRand *rand)
     w[e] = g_rand_double_range(rand, -1, 1);
   g_autofree double *ref = direct_dgrad(s, dy, w);
   g_autofree double *sorted = sorted_weights(s, w);
+  TdmKPhasesPad pd = tdm_k_phases_pad(s->h, s->w, s->kernel, s->pad, s->stride);
+  g_autofree double *copy = padded_copy(s, &pd, dy);
+  size_t copy_count = (size_t)s->n * pd.size[0] * pd.size[1] * s->out_c;
+  pre_padded += tdm_k_phases_pad_any(&pd);
   g_autofree double *dx = g_new(double, in);
-  g_autofree int *writes = g_new0(int, in);
-  for (size_t e = 0; e < in; e++)
-    dx[e] = NAN;
-  int64_t taps = 0;
-  for (int py = 0; py < s->stride; py++)
-    for (int px = 0; px < s->stride; px++) {
-      TdmKPhase ph = tdm_k_phase(s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad,
-                                 s->stride, py, px);
-      taps += ph.w_dims[2] * ph.w_dims[3];
-      if (ph.kind == TDM_K_PHASE_NONE) {
-        g_assert_true(py >= s->h || px >= s->w);
-        continue;
-      }
-      /* What a forward convolution's descriptors must agree on: its output's size from
-       * its input's, its kernel's and its padding; its views inside their tensors; a
-       * kernel of the sorted ones. */
-      for (int d = 0; d < 2; d++) {
-        g_assert_cmpint(ph.pre[d], >=, 0);
-        g_assert_cmpint(ph.post[d], >=, 0);
-        if (ph.kind == TDM_K_PHASE_CONV) {
-          g_assert_cmpint(ph.pre[d], <, ph.w_dims[2 + d]);
-          g_assert_cmpint(ph.y_dims[2 + d], ==,
-                          ph.x_dims[2 + d] + ph.pre[d] + ph.post[d] - ph.w_dims[2 + d] + 1);
-        }
-      }
-      g_assert_cmpint(ph.y_offset + view_end(ph.y_dims, ph.y_strides), <, (int64_t)in);
-      if (ph.kind == TDM_K_PHASE_CONV) {
-        g_assert_cmpint(ph.x_offset + view_end(ph.x_dims, ph.x_strides), <, (int64_t)out);
-        g_assert_cmpint(ph.w_offset + ph.w_dims[0] * ph.w_dims[1] * ph.w_dims[2] * ph.w_dims[3],
-                        <=, (int64_t)weights);
-        g_assert_cmpint(ph.w_dims[0], ==, s->c);
-        g_assert_cmpint(ph.w_dims[1], ==, s->out_c);
-      }
-      zero_phases += ph.kind == TDM_K_PHASE_ZERO;
-      shifted_views +=
-          ph.kind == TDM_K_PHASE_CONV && (ph.row.in_start > 0 || ph.col.in_start > 0);
-      padded_after += ph.kind == TDM_K_PHASE_CONV && (ph.post[0] > 0 || ph.post[1] > 0);
-      phase_forward(&ph, dy, sorted, dx, writes);
+  g_autofree int *writes = g_new(int, in);
+  for (int form = 0; form < 2; form++) {
+    gboolean prepadded = form == 1;
+    const double *source = prepadded ? copy : dy;
+    size_t source_count = prepadded ? copy_count : out;
+    for (size_t e = 0; e < in; e++) {
+      dx[e] = NAN;
+      writes[e] = 0;
     }
-  g_assert_cmpint(taps, ==, (int64_t)s->kernel * s->kernel);
-  for (size_t e = 0; e < in; e++) {
-    if (writes[e] != 1 || fabs(dx[e] - ref[e]) > 1e-9 * (1.0 + fabs(ref[e]))) {
-      g_test_message("n%d %dx%d c%d o%d k%d p%d s%d: dx[%zu] written %d times, %g where the "
-                     "direct gradient has %g",
-                     s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride, e,
-                     writes[e], dx[e], ref[e]);
-      g_test_fail();
-      return TRUE;
+    int64_t taps = 0;
+    for (int py = 0; py < s->stride; py++)
+      for (int px = 0; px < s->stride; px++) {
+        TdmKPhase ph = tdm_k_phase(s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad,
+                                   s->stride, py, px);
+        if (prepadded) {
+          /* A phase's padding fits the copy's margins. */
+          for (int d = 0; ph.kind == TDM_K_PHASE_CONV && d < 2; d++) {
+            g_assert_cmpint(ph.pre[d], <=, pd.before[d]);
+            g_assert_cmpint(ph.post[d], <=, pd.after[d]);
+          }
+          ph = tdm_k_phase_prepadded(ph, &pd, s->out_c);
+        }
+        taps += ph.w_dims[2] * ph.w_dims[3];
+        if (ph.kind == TDM_K_PHASE_NONE) {
+          g_assert_true(py >= s->h || px >= s->w);
+          continue;
+        }
+        /* What a forward convolution's descriptors must agree on: its output's size from
+         * its input's, its kernel's and its padding; its views inside their tensors; a
+         * kernel of the sorted ones. */
+        for (int d = 0; d < 2; d++) {
+          g_assert_cmpint(ph.pre[d], >=, 0);
+          g_assert_cmpint(ph.post[d], >=, 0);
+          if (ph.kind == TDM_K_PHASE_CONV) {
+            g_assert_cmpint(ph.pre[d], <, ph.w_dims[2 + d]);
+            g_assert_cmpint(ph.y_dims[2 + d], ==,
+                            ph.x_dims[2 + d] + ph.pre[d] + ph.post[d] - ph.w_dims[2 + d] + 1);
+            if (prepadded)
+              g_assert_cmpint(ph.pre[d] + ph.post[d], ==, 0);
+          }
+        }
+        g_assert_cmpint(ph.y_offset + view_end(ph.y_dims, ph.y_strides), <, (int64_t)in);
+        if (ph.kind == TDM_K_PHASE_CONV) {
+          g_assert_cmpint(ph.x_offset, >=, 0);
+          g_assert_cmpint(ph.x_offset + view_end(ph.x_dims, ph.x_strides), <,
+                          (int64_t)source_count);
+          g_assert_cmpint(ph.w_offset +
+                              ph.w_dims[0] * ph.w_dims[1] * ph.w_dims[2] * ph.w_dims[3],
+                          <=, (int64_t)weights);
+          g_assert_cmpint(ph.w_dims[0], ==, s->c);
+          g_assert_cmpint(ph.w_dims[1], ==, s->out_c);
+        }
+        if (!prepadded) {
+          zero_phases += ph.kind == TDM_K_PHASE_ZERO;
+          shifted_views +=
+              ph.kind == TDM_K_PHASE_CONV && (ph.row.in_start > 0 || ph.col.in_start > 0);
+          padded_after += ph.kind == TDM_K_PHASE_CONV && (ph.post[0] > 0 || ph.post[1] > 0);
+        }
+        phase_forward(&ph, source, sorted, dx, writes);
+      }
+    g_assert_cmpint(taps, ==, (int64_t)s->kernel * s->kernel);
+    for (size_t e = 0; e < in; e++) {
+      if (writes[e] != 1 || fabs(dx[e] - ref[e]) > 1e-9 * (1.0 + fabs(ref[e]))) {
+        g_test_message("n%d %dx%d c%d o%d k%d p%d s%d%s: dx[%zu] written %d times, %g where "
+                       "the direct gradient has %g",
+                       s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride,
+                       prepadded ? " pre-padded" : "", e, writes[e], dx[e], ref[e]);
+        g_test_fail();
+        return TRUE;
+      }
     }
   }
   return TRUE;
@@ -205,12 +262,14 @@ test_shapes(void)
           Shape s = {2, h, w, 2, 3, kernel, pad, stride};
           checked += check_shape(&s, rand);
         }
-  g_test_message("%d shapes: %d phases of zeros, %d views of dy shifted, %d padded after",
-                 checked, zero_phases, shifted_views, padded_after);
+  g_test_message("%d shapes: %d phases of zeros, %d views of dy shifted, %d padded after, "
+                 "%d pre-padded copies with margins",
+                 checked, zero_phases, shifted_views, padded_after, pre_padded);
   g_assert_cmpint(checked, >, 1000);
   g_assert_cmpint(zero_phases, >, 0);
   g_assert_cmpint(shifted_views, >, 0);
   g_assert_cmpint(padded_after, >, 0);
+  g_assert_cmpint(pre_padded, >, 0);
 }
 
 /* Wider channels on the shapes the CIFAR ResNets have: 3×3 at stride 2, padding 1, and the
@@ -279,6 +338,32 @@ test_by_hand(void)
   g_assert_cmpint(ph.y_strides[0], ==, 8 * 8 * 64);
   g_assert_cmpint(ph.x_offset, ==, 0);
   g_assert_cmpint(ph.x_strides[0], ==, 4 * 4 * 128);
+
+  /* Pre-padded: no phase pads before, the odd ones one row (column) after, so dy's
+   * 4 × 4 is copied into 5 × 5 with a zero row and column after it; phase (1, 1) reads
+   * all of it, unpadded, phase (0, 0) its first 4 × 4. */
+  TdmKPhasesPad pd = tdm_k_phases_pad(8, 8, 3, 1, 2);
+  g_assert_cmpint(pd.before[0], ==, 0);
+  g_assert_cmpint(pd.after[0], ==, 1);
+  g_assert_cmpint(pd.after[1], ==, 1);
+  g_assert_cmpint(pd.size[0], ==, 5);
+  g_assert_cmpint(pd.size[1], ==, 5);
+  g_assert_cmpint(tdm_k_phases_pad_source(3, 3, &pd), ==, 15);
+  g_assert_cmpint(tdm_k_phases_pad_source(4, 0, &pd), ==, -1);
+  TdmKPhase odd11 =
+      tdm_k_phase_prepadded(tdm_k_phase(2, 8, 8, 64, 128, 3, 1, 2, 1, 1), &pd, 128);
+  g_assert_cmpint(odd11.x_dims[2], ==, 5);
+  g_assert_cmpint(odd11.x_dims[3], ==, 5);
+  g_assert_cmpint(odd11.x_strides[2], ==, 5 * 128);
+  g_assert_cmpint(odd11.x_offset, ==, 0);
+  g_assert_cmpint(odd11.post[0] + odd11.post[1] + odd11.pre[0] + odd11.pre[1], ==, 0);
+  TdmKPhase even00 =
+      tdm_k_phase_prepadded(tdm_k_phase(2, 8, 8, 64, 128, 3, 1, 2, 0, 0), &pd, 128);
+  g_assert_cmpint(even00.x_dims[2], ==, 4);
+  g_assert_cmpint(even00.x_strides[0], ==, 5 * 5 * 128);
+  /* 1×1 at stride 2, padding 0: no margins (nothing to pre-pad). */
+  TdmKPhasesPad none = tdm_k_phases_pad(8, 8, 1, 0, 2);
+  g_assert_false(tdm_k_phases_pad_any(&none));
 
   /* 1×1 at stride 2, padding 0: only phase (0, 0) has the tap; the other three write
    * zeros. */

@@ -109,12 +109,13 @@ typedef enum {
 typedef struct {
   char *at, *end;
   Mode mode;
+  gboolean refused; /* run: cuDNN refused a plan as it ran (tdm_cudnn_refusal()) */
 } Arena;
 
 static Arena
 arena_of(const TdmConvLayout *l, Mode mode)
 {
-  Arena arena = {l->scratch, (char *)l->a->work + l->a->work_bytes, mode};
+  Arena arena = {l->scratch, (char *)l->a->work + l->a->work_bytes, mode, FALSE};
   return arena;
 }
 
@@ -579,7 +580,7 @@ run_cudnn(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Aren
       break;
     }
     if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, plan, x_t, w_t, y_t,
-                            workspace, error))
+                            workspace, NULL, error))
       return FALSE;
     if (summed && !wide) {
       /* A bf16 plan's chunk: its bf16 sum widened (exactly) into dw, the first, or aside
@@ -655,7 +656,8 @@ call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *ar
   case TDM_CONV_CUDNN_PHASES: {
     /* Its own layout of the scratch too (tdm-backend-cuda-conv-phases.c). */
     size_t need = 0;
-    gboolean took = tdm_conv_phases_call(b, l, c, arena->mode == RUN, &need, error);
+    gboolean took =
+        tdm_conv_phases_call(b, l, c, arena->mode == RUN, &need, &arena->refused, error);
     arena->at = MAX(arena->at, (char *)l->a->work + need);
     return took;
   }
@@ -665,15 +667,19 @@ call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, Arena *ar
 
 gboolean
 tdm_conv_candidate_run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
-                       char **error)
+                       gboolean *refused, char **error)
 {
   *error = NULL;
+  if (refused != NULL)
+    *refused = FALSE;
   if (tdm_conv_candidate_need(b, l, c) > l->a->work_bytes) {
     *error = g_strdup_printf("%s needs more of the workspace than it holds", c->name);
     return FALSE;
   }
   Arena arena = arena_of(l, RUN);
   gboolean ran = call(b, l, c, &arena, error);
+  if (refused != NULL)
+    *refused = !ran && arena.refused;
   if (!ran && *error == NULL)
     *error = g_strdup_printf("%s does not take the shape", c->name);
   return ran;

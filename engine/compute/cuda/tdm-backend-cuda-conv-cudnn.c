@@ -495,10 +495,20 @@ tdm_cudnn_conv_plans(const TdmCudnn *dnn, cudnnHandle_t handle, TdmConvDirection
 }
 
 gboolean
+tdm_cudnn_refusal(cudnnStatus_t status)
+{
+  int category = CUDNN_STATUS_CATEGORY((int)status);
+  return (category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_BAD_PARAM) &&
+         cudaPeekAtLastError() == cudaSuccess;
+}
+
+gboolean
 tdm_cudnn_plan_execute(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPlan *plan,
                        int count, const int64_t *uids, void *const *pointers, void *workspace,
-                       char **error)
+                       gboolean *refused, char **error)
 {
+  if (refused != NULL)
+    *refused = FALSE;
   cudnnBackendDescriptor_t pack = NULL;
   cudnnStatus_t status = dnn->create_descriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
   const char *what = "variant pack";
@@ -521,6 +531,8 @@ tdm_cudnn_plan_execute(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnn
     dnn->destroy_descriptor(pack);
   if (status == CUDNN_STATUS_SUCCESS)
     return TRUE;
+  if (refused != NULL)
+    *refused = tdm_cudnn_refusal(status);
   g_autofree char *text = tdm_cudnn_describe(dnn, status);
   *error = g_strdup_printf("%s (cuDNN engine %" G_GINT64_FORMAT "): %s", what, plan->engine,
                            text);
@@ -529,9 +541,11 @@ tdm_cudnn_plan_execute(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnn
 
 gboolean
 tdm_cudnn_plan_run(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPlan *plan,
-                   void *image, void *filter, void *out, void *workspace, char **error)
+                   void *image, void *filter, void *out, void *workspace, gboolean *refused,
+                   char **error)
 {
   int64_t uids[3] = {UID_IMAGE, UID_FILTER, UID_OUT};
   void *pointers[3] = {image, filter, out};
-  return tdm_cudnn_plan_execute(dnn, handle, plan, 3, uids, pointers, workspace, error);
+  return tdm_cudnn_plan_execute(dnn, handle, plan, 3, uids, pointers, workspace, refused,
+                                error);
 }

@@ -54,10 +54,17 @@ TdmCudnnPlan *tdm_cudnn_plan_share (TdmCudnnPlan *plan);
 
 /* Runs plan on the handle's stream: image is x (forward, wgrad) or dx (dgrad), filter is
  * w or dw, out is y or dy, as dir has them; each 16-byte aligned; workspace of
- * plan->workspace bytes (NULL when 0). FALSE with *error set when cuDNN refuses. */
+ * plan->workspace bytes (NULL when 0). FALSE with *error set when cuDNN fails, and
+ * *refused (where not NULL) TRUE where that failure is a refusal
+ * (tdm_cudnn_refusal()). */
 gboolean tdm_cudnn_plan_run (const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPlan *plan,
                              void *image, void *filter, void *out, void *workspace,
-                             char **error);
+                             gboolean *refused, char **error);
+/* Whether a plan's failure as it ran, of this status, is cuDNN refusing it (NOT_SUPPORTED
+ * or BAD_PARAM, any of their sub-codes, with no CUDA error pending on the thread): the
+ * plan will not run, but nothing else is wrong, so another candidate may. Anything else
+ * (an execution failure, a CUDA error, memory) is not. */
+gboolean tdm_cudnn_refusal (cudnnStatus_t status);
 
 /* The building blocks of a graph (for tdm-backend-cuda-conv-fused-graph.c). A graph
  * under construction keeps its descriptors (they live as long as a plan built from
@@ -146,9 +153,10 @@ gboolean tdm_cudnn_notes_accepted (const int *notes, int64_t count, const int *b
                                    int64_t behavior_count, TdmCudnnFilter filter,
                                    gboolean runtime_compiled);
 /* Runs plan with `count` tensors (their uids and 16-byte aligned pointers). FALSE with
- * *error set when cuDNN refuses. */
+ * *error set when cuDNN fails, *refused (where not NULL) as tdm_cudnn_plan_run() says. */
 gboolean tdm_cudnn_plan_execute (const TdmCudnn *dnn, cudnnHandle_t handle,
                                  const TdmCudnnPlan *plan, int count, const int64_t *uids,
-                                 void *const *pointers, void *workspace, char **error);
+                                 void *const *pointers, void *workspace, gboolean *refused,
+                                 char **error);
 
 G_END_DECLS

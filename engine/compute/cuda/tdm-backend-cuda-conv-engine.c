@@ -18,8 +18,9 @@
  * The rule never prefers a fused cuDNN plan (compiled at run time, seconds a shape)
  * or an input gradient by phases over another candidate: it is the rule's choice only
  * where it is the only one. A phases candidate that cuDNN refuses as it runs (its views
- * taken when its plans were built) is refused for its key from then on, and the choice
- * made again without it (mend()): a run of the engine's own choice never fails for it.
+ * taken when its plans were built; NOT_SUPPORTED or BAD_PARAM, no CUDA error pending) is
+ * refused for its key from then on, and the choice made again without it (mend()): a run
+ * of the engine's own choice never fails for a refusal; any other failure fails it.
  *
  * A timing is also a screen (tdm-backend-cuda-conv-screen.h), as far as the choice
  * needs: the reference candidate (the least rounding: a float32 result first, im2col
@@ -504,11 +505,11 @@ fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
     TdmConvCandidate *c = g_ptr_array_index(list, i);
     ms[i] = NAN;
     char *error = NULL;
-    gboolean ok = tdm_conv_candidate_run(b, l, c, &error);
+    gboolean ok = tdm_conv_candidate_run(b, l, c, NULL, &error);
     if (ok && TDM_CUDA_OK(b, cudaEventRecord(e->start, cb->stream))) {
       for (int r = 0; ok && r < TIMED_RUNS; r++) {
         g_clear_pointer(&error, g_free);
-        ok = tdm_conv_candidate_run(b, l, c, &error);
+        ok = tdm_conv_candidate_run(b, l, c, NULL, &error);
       }
     }
     float elapsed = 0.0f;
@@ -545,7 +546,7 @@ fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
       return (int)i;
     TdmConvCandidate *c = g_ptr_array_index(list, i);
     char *error = NULL;
-    gboolean ran = tdm_conv_candidate_run(b, l, c, &error);
+    gboolean ran = tdm_conv_candidate_run(b, l, c, NULL, &error);
     if (!ran && !tdm_backend_failed(b))
       g_debug("%s: convolution candidate %s skipped: %s", b->name, c->name,
               error != NULL ? error : "it failed");
@@ -602,6 +603,29 @@ refused(TdmConvEngine *e, const char *key, const char *name)
   return g_hash_table_contains(e->refused, entry);
 }
 
+/* The candidates the choice for key is made among: those that take the call, but those
+ * refused for key (mend()), of the forced kind where any is, within the budget (*most:
+ * the most any of them needs). */
+static GPtrArray *
+eligible(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, size_t *most)
+{
+  TdmConvEngine *e = engine(b);
+  GPtrArray *list = tdm_conv_candidates_for(b, l, NULL);
+  for (guint i = list->len; i-- > 0;)
+    if (refused(e, key, ((TdmConvCandidate *)g_ptr_array_index(list, i))->name))
+      g_ptr_array_remove_index(list, i);
+  if (forced >= 0) {
+    gboolean any = FALSE;
+    for (guint i = 0; i < list->len; i++)
+      any = any || ((TdmConvCandidate *)g_ptr_array_index(list, i))->kind == (TdmConvKind)forced;
+    for (guint i = list->len; any && i-- > 0;)
+      if (((TdmConvCandidate *)g_ptr_array_index(list, i))->kind != (TdmConvKind)forced)
+        g_ptr_array_remove_index(list, i);
+  }
+  within_budget(b, l, list, most);
+  return list;
+}
+
 /* Makes the choice for key (no lock of its own): the process's (or the disk's) choice
  * for the key where there is one and it still takes the call, else the fastest
  * candidate within the budget whose result the screen keeps, timed now (after the
@@ -632,20 +656,8 @@ decide(TdmBackend *b, const TdmConvLayout *l, const char *key, int forced, gbool
                               l->a->work_limit))
       return g_ptr_array_steal_index(one, 0);
   }
-  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, l, NULL);
-  for (guint i = list->len; i-- > 0;)
-    if (refused(e, key, ((TdmConvCandidate *)g_ptr_array_index(list, i))->name))
-      g_ptr_array_remove_index(list, i);
-  if (forced >= 0) {
-    gboolean any = FALSE;
-    for (guint i = 0; i < list->len; i++)
-      any = any || ((TdmConvCandidate *)g_ptr_array_index(list, i))->kind == (TdmConvKind)forced;
-    for (guint i = list->len; any && i-- > 0;)
-      if (((TdmConvCandidate *)g_ptr_array_index(list, i))->kind != (TdmConvKind)forced)
-        g_ptr_array_remove_index(list, i);
-  }
   size_t most = 0;
-  within_budget(b, l, list, &most);
+  g_autoptr(GPtrArray) list = eligible(b, l, key, forced, &most);
   if (list->len == 0)
     return NULL;
   int pick = -1;
@@ -737,12 +749,38 @@ choose(TdmBackend *b, const TdmConvLayout *l, gboolean *prepared, size_t *want)
 static void run (TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
                  gboolean mend_refusal);
 
+/* The rule's choice for key among the eligible candidates that the call's workspace
+ * holds now, kept as the key's choice until the next eager call times one (provisional),
+ * or NULL where none fits: what mend() runs where choose() asks for more room first. */
+static TdmConvCandidate *
+by_rule_within(TdmBackend *b, const TdmConvLayout *l, const char *key)
+{
+  TdmConvEngine *e = engine(b);
+  gboolean off;
+  size_t most = 0;
+  g_autoptr(GPtrArray) list = eligible(b, l, key, forced_kind(&off), &most);
+  for (guint i = list->len; i-- > 0;)
+    if (tdm_conv_candidate_need(b, l, g_ptr_array_index(list, i)) > l->a->work_bytes)
+      g_ptr_array_remove_index(list, i);
+  if (list->len == 0)
+    return NULL;
+  Choice *choice = g_new0(Choice, 1);
+  choice->chosen = g_ptr_array_steal_index(list, by_rule(list));
+  choice->provisional = !b->deterministic;
+  g_debug("%s: %s → %s (untimed: the rule's within the workspace)", b->name, key,
+          choice->chosen->name);
+  g_hash_table_replace(e->choices, g_strdup(key), choice);
+  return choice->chosen;
+}
+
 /* Mends a failed run of the layout's chosen candidate c where cuDNN refused one of its
- * phases' plans as it ran (a view it took as the plan was built: not for want of
- * workspace, nor on a failed backend): c is refused for its key from now on (not on
- * disk: the next choice's timing overwrites the key's line there), the choice is made
- * again without it, and run where the workspace holds it (the call's outputs are
- * written whole again). FALSE where it cannot be mended. c is freed. */
+ * phases' plans as it ran (tdm_cudnn_refusal(): NOT_SUPPORTED or BAD_PARAM with no CUDA
+ * error pending — a view it took as the plan was built; not for want of workspace, nor
+ * on a failed backend): c is refused for its key from now on (not on disk: the next
+ * choice's timing overwrites the key's line there), the choice is made again without it
+ * (the rule's among what the workspace holds where the choice would ask for more room
+ * first), and run (the call's outputs are written whole again). FALSE where it cannot
+ * be mended. c is freed. */
 static gboolean
 mend(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, const char *error)
 {
@@ -759,19 +797,23 @@ mend(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, const cha
   size_t want = 0;
   TdmConvCandidate *again = choose(b, l, &prepared, &want);
   if (again == NULL || tdm_conv_candidate_need(b, l, again) > l->a->work_bytes)
+    again = by_rule_within(b, l, key);
+  if (again == NULL || tdm_backend_failed(b))
     return FALSE;
   run(b, l, again, TRUE);
   return TRUE;
 }
 
-/* Runs candidate c; a failure fails the backend, but for a refusal mend() mends where
- * mend_refusal (the engine's own choice, not a test's candidate by name). */
+/* Runs candidate c; a failure fails the backend, but for cuDNN's refusal mend() mends
+ * where mend_refusal (the engine's own choice, not a test's candidate by name). */
 static void
 run(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c, gboolean mend_refusal)
 {
   char *error = NULL;
+  gboolean refused = FALSE;
   g_autofree char *name = g_strdup(c->name);
-  if (!tdm_conv_candidate_run(b, l, c, &error) && !(mend_refusal && mend(b, l, c, error)))
+  if (!tdm_conv_candidate_run(b, l, c, &refused, &error) &&
+      !(mend_refusal && refused && mend(b, l, c, error)))
     tdm_backend_fail(b, TDM_ENGINE_ERROR_BACKEND, _("%s: convolution (%s): %s"), b->name, name,
                      error);
   g_free(error);

@@ -121,10 +121,11 @@ void tdm_conv_prepare (TdmBackend *b, const TdmConvLayout *l);
  * still takes the call. */
 GPtrArray *tdm_conv_candidates_for (TdmBackend *b, const TdmConvLayout *l, const char *only);
 /* Runs candidate c; FALSE with *error set when the workspace holds less than it needs
- * (nothing queued) or cuDNN refused it at run time (nothing sticky: the backend goes
- * on). */
+ * (nothing queued) or cuDNN failed it at run time (nothing sticky: the backend goes
+ * on); *refused (where not NULL) TRUE where that failure was cuDNN refusing a plan of
+ * phases (tdm_cudnn_refusal(): another candidate may run). */
 gboolean tdm_conv_candidate_run (TdmBackend *b, const TdmConvLayout *l,
-                                 const TdmConvCandidate *c, char **error);
+                                 const TdmConvCandidate *c, gboolean *refused, char **error);
 /* The bytes of the workspace candidate c uses for the call, from its start: the
  * layout's reservations and its scratch (copies of the caller's misaligned operands
  * included). */

@@ -170,5 +170,5 @@ tdm_cudnn_fused_run(const TdmCudnn *dnn, cudnnHandle_t handle, const TdmCudnnPla
 {
   int64_t uids[5] = {UID_X, UID_W, UID_Y, UID_SCALE, UID_SHIFT};
   void *pointers[5] = {(void *)x, (void *)filter, out, (void *)scale, (void *)shift};
-  return tdm_cudnn_plan_execute(dnn, handle, plan, 5, uids, pointers, workspace, error);
+  return tdm_cudnn_plan_execute(dnn, handle, plan, 5, uids, pointers, workspace, NULL, error);
 }

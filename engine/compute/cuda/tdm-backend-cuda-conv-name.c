@@ -17,9 +17,9 @@ char *
 tdm_cudnn_name_format(const TdmCudnnName *n)
 {
   g_autofree char *chunk = n->chunk > 0 ? g_strdup_printf(":n%d", n->chunk) : g_strdup("");
-  return g_strdup_printf("%s:e%" G_GINT64_FORMAT ":r%d:%c%s%s", prefix(n), n->engine, n->rank,
-                         n->out,
-                         n->padded ? ":c8" : "", chunk);
+  return g_strdup_printf("%s:e%" G_GINT64_FORMAT ":r%d:%c%s%s%s", prefix(n), n->engine,
+                         n->rank, n->out, n->prepadded ? "p" : "", n->padded ? ":c8" : "",
+                         chunk);
 }
 
 /* The decimal digits at *p (at least one), as a number in [0, most]; *p past them. */
@@ -58,6 +58,10 @@ tdm_cudnn_name_parse(const char *name, TdmCudnnName *n)
   n->rank = (int)rank;
   n->out = p[1];
   p += 2;
+  if (*p == 'p') {
+    n->prepadded = TRUE;
+    p++;
+  }
   if (g_str_has_prefix(p, ":c8")) {
     n->padded = TRUE;
     p += 3;
@@ -69,8 +73,9 @@ tdm_cudnn_name_parse(const char *name, TdmCudnnName *n)
     n->chunk = (int)chunk;
   }
   /* A fused plan reads the caller's input itself, and phases the whole dy: never padded,
-   * never in chunks. */
-  if (*p != '\0' || ((n->fused || n->phases) && (n->padded || n->chunk > 0)))
+   * never in chunks; only phases read a pre-padded copy. */
+  if (*p != '\0' || ((n->fused || n->phases) && (n->padded || n->chunk > 0)) ||
+      (n->prepadded && !n->phases))
     return FALSE;
   /* One spelling: no leading zeros (the numbers read back as written). */
   g_autofree char *again = tdm_cudnn_name_format(n);

@@ -9,9 +9,10 @@
  *   cudnn-fused:e<engine>:r<rank>:<f|h>
  * (tdm-backend-cuda-conv-fused.h: the bn before the conv applied by cuDNN's graph, on the
  * whole batch, never padded); or a strided input gradient's by phases
- *   cudnn-phases:e<engine>:r<rank>:<f|h>
+ *   cudnn-phases:e<engine>:r<rank>:<f|h>[p]
  * (tdm-backend-cuda-conv-phases.h: one forward plan of that engine a phase, its rank in
- * the first phase's heuristics' list, writing dx in its type). One spelling per
+ * the most demanding phase's heuristics' list, writing dx in its type; "p": over dy's
+ * pre-padded copy, every phase unpadded). One spelling per
  * candidate: a name that does not read back to itself (a sign, a leading zero, a space,
  * anything after) is damaged, and a cache holding one is rebuilt. Knows nothing of
  * CUDA: tested on any machine.
@@ -31,6 +32,7 @@ typedef struct {
   int chunk;                   /* ":n<chunk>": the largest chunk's samples; 0: whole */
   gboolean fused;              /* "cudnn-fused:": the bn before applied in cuDNN's graph */
   gboolean phases;             /* "cudnn-phases:": a strided input gradient by phases */
+  gboolean prepadded;          /* phases' "<f|h>p": over dy's pre-padded copy */
 } TdmCudnnName;
 
 /* The name of a cuDNN candidate; free it. */

@@ -5,8 +5,9 @@
  *
  * Each phase that convolves is its own graph (its kernel's size, its padding before and
  * after and its views' sizes differ from phase to phase); a candidate is one engine with
- * a plan for every one of them, found by asking the first phase's heuristics for their
- * engines and each other phase for a plan of each (tdm_cudnn_conv_plans()'s only_engine).
+ * a plan for every one of them, found by asking the most demanding phase's heuristics
+ * (lead_of()) for their engines and every other phase for a plan of each
+ * (tdm_cudnn_conv_plans()'s only_engine).
  * A plan refused as it is built leaves the engine out; one refused as it runs makes the
  * run fail with cuDNN's word, and the engine chooses again without it
  * (tdm-backend-cuda-conv-engine.c).
@@ -20,7 +21,9 @@
 
 struct _TdmConvPhases {
   int count;                      /* stride² */
-  TdmKPhase phase[MAX_PHASES];    /* in order (py, px) */
+  gboolean prepadded;             /* over dy's copy with margins (tdm_k_phases_pad()) */
+  TdmKPhasesPad pad;              /* that copy's margins and size */
+  TdmKPhase phase[MAX_PHASES];    /* in order (py, px); views of the copy where prepadded */
   TdmCudnnPlan *plan[MAX_PHASES]; /* a phase that convolves: its plan; else NULL */
   gboolean zeros;                 /* some phase writes zeros: dx cleared first */
   int64_t workspace;              /* the most any plan needs */
@@ -79,6 +82,7 @@ output_size(const TdmConvLayout *l)
 /* The candidate's room in the workspace. */
 typedef struct {
   void *sorted;    /* the phases' kernels */
+  void *padded;    /* dy's copy with margins (prepadded), or NULL */
   void *workspace; /* cuDNN's, or NULL */
   size_t need;     /* bytes from the workspace's start */
 } Room;
@@ -92,6 +96,10 @@ room_of(const TdmConvLayout *l, const TdmConvPhases *p)
   Room r = {0};
   r.sorted = tdm_conv_piece(work, &at,
                             (size_t)s->out_c * s->kernel * s->kernel * s->c * operand_size(l));
+  if (p->prepadded)
+    r.padded = tdm_conv_piece(work, &at,
+                              (size_t)s->n * p->pad.size[0] * p->pad.size[1] * s->out_c *
+                                  operand_size(l));
   if (p->workspace > 0)
     r.workspace = tdm_conv_piece(work, &at, (size_t)p->workspace);
   r.need = at;
@@ -100,9 +108,10 @@ room_of(const TdmConvLayout *l, const TdmConvPhases *p)
 
 gboolean
 tdm_conv_phases_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
-                     gboolean run, size_t *need, char **error)
+                     gboolean run, size_t *need, gboolean *refused, char **error)
 {
   *need = 0;
+  *refused = FALSE;
   const TdmConvArgs *a = l->a;
   const TdmConvShape *s = &a->shape;
   const TdmConvPhases *p = c->phases;
@@ -128,6 +137,16 @@ tdm_conv_phases_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandida
   if (!TDM_CUDA_OK(b, tdm_k_conv_phases_weights(r.sorted, w, l->bf16, s->out_c, s->c, s->kernel,
                                                 s->pad, s->stride, stream)))
     return TRUE;
+  if (p->prepadded) {
+    /* The views read the copy: dy with every phase's padding around it. */
+    const TdmKPhasesPad *pd = &p->pad;
+    if (!TDM_CUDA_OK(b, tdm_k_conv_phases_pad(r.padded, dy, l->bf16, s->n, pd->dy_size[0],
+                                              pd->dy_size[1], s->out_c, pd->before[0],
+                                              pd->after[0], pd->before[1], pd->after[1],
+                                              stream)))
+      return TRUE;
+    dy = r.padded;
+  }
   for (int i = 0; i < p->count; i++) {
     const TdmKPhase *ph = &p->phase[i];
     if (p->plan[i] == NULL)
@@ -135,21 +154,26 @@ tdm_conv_phases_call(TdmBackend *b, const TdmConvLayout *l, const TdmConvCandida
     if (!tdm_cudnn_plan_run(CUDA_B(b)->cudnn_api, CUDA_B(b)->cudnn, p->plan[i],
                             (void *)(dy + ph->x_offset * in),
                             (void *)(sorted + ph->w_offset * in), dx + ph->y_offset * out,
-                            r.workspace, error))
+                            r.workspace, refused, error))
       return FALSE;
   }
   return TRUE;
 }
 
-/* The phases of shape s, without plans. */
+/* The phases of shape s, without plans: over dy, or over its copy with margins
+ * (prepadded: every phase unpadded). */
 static TdmConvPhases *
-phases_new(const TdmConvShape *s)
+phases_new(const TdmConvShape *s, gboolean prepadded)
 {
   TdmConvPhases *p = g_new0(TdmConvPhases, 1);
   p->count = s->stride * s->stride;
+  p->prepadded = prepadded;
+  p->pad = tdm_k_phases_pad(s->h, s->w, s->kernel, s->pad, s->stride);
   for (int i = 0; i < p->count; i++) {
     p->phase[i] = tdm_k_phase(s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride,
                               i / s->stride, i % s->stride);
+    if (prepadded)
+      p->phase[i] = tdm_k_phase_prepadded(p->phase[i], &p->pad, s->out_c);
     p->zeros = p->zeros || p->phase[i].kind == TDM_K_PHASE_ZERO;
   }
   return p;
@@ -174,7 +198,9 @@ phase_plans(TdmBackend *b, const TdmConvLayout *l, const TdmKPhase *ph, int most
   tdm_cudnn_build_init(&bd, tdm_cudnn_get());
   cudnnBackendDescriptor_t graph = tdm_cudnn_build_view_graph(
       &bd, handle, TDM_CONV_FORWARD, &x, &w, &y, 1, ph->pre, ph->post, operand, output);
-  static const int modes[] = {CUDNN_HEUR_MODE_A};
+  /* MODE_A's list, then FALLBACK's engines that A did not list (tdm_cudnn_build_plans()
+   * keeps one plan an engine): a rank is a place in that list, fixed for a shape. */
+  static const int modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK};
   TdmCudnnFilter filter = {b->precision};
   return tdm_cudnn_build_plans(&bd, handle, graph, modes, G_N_ELEMENTS(modes), filter, FALSE,
                                most, only_rank, only_engine, why_not);
@@ -198,25 +224,29 @@ say_refused(TdmBackend *b, const TdmConvLayout *l, const TdmConvPhases *p, int i
   const TdmKPhase *ph = &p->phase[i];
   g_autofree char *which =
       engine >= 0 ? g_strdup_printf("engine %" G_GINT64_FORMAT, engine) : g_strdup("no engine");
-  g_debug("%s: cuDNN phases of dgrad n%d h%d w%d c%d o%d k%d p%d s%d: phase (%d, %d), "
+  g_debug("%s: cuDNN phases%s of dgrad n%d h%d w%d c%d o%d k%d p%d s%d: phase (%d, %d), "
           "%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " taps over %" G_GINT64_FORMAT
-          "×%" G_GINT64_FORMAT " of dy into %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
-          " of dx: %s: %s",
-          b->name, s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride,
-          i / s->stride, i % s->stride, ph->w_dims[2], ph->w_dims[3], ph->x_dims[2],
-          ph->x_dims[3], ph->y_dims[2], ph->y_dims[3], which, why != NULL ? why : "none");
+          "×%" G_GINT64_FORMAT " of dy%s, padded %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+          " × %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT ", into %" G_GINT64_FORMAT
+          "×%" G_GINT64_FORMAT " of dx: %s: %s",
+          b->name, p->prepadded ? " (pre-padded)" : "", s->n, s->h, s->w, s->c, s->out_c,
+          s->kernel, s->pad, s->stride, i / s->stride, i % s->stride, ph->w_dims[2],
+          ph->w_dims[3], ph->x_dims[2], ph->x_dims[3], p->prepadded ? "'s copy" : "",
+          ph->pre[0], ph->post[0], ph->pre[1], ph->post[1], ph->y_dims[2], ph->y_dims[3],
+          which, why != NULL ? why : "none");
 }
 
 /* A candidate of lead plan `lead` (phase `first`'s): the same engine's plan for every
  * other phase that convolves, or NULL where one has none (said). Takes lead. */
 static TdmConvCandidate *
-candidate_of(TdmBackend *b, const TdmConvLayout *l, int first, TdmCudnnPlan *lead, char out)
+candidate_of(TdmBackend *b, const TdmConvLayout *l, gboolean prepadded, int first,
+             TdmCudnnPlan *lead, char out)
 {
-  TdmConvPhases *p = phases_new(&l->a->shape);
+  TdmConvPhases *p = phases_new(&l->a->shape, prepadded);
   p->plan[first] = lead;
   p->workspace = lead->workspace;
-  for (int i = first + 1; i < p->count; i++) {
-    if (p->phase[i].kind != TDM_K_PHASE_CONV)
+  for (int i = 0; i < p->count; i++) {
+    if (i == first || p->phase[i].kind != TDM_K_PHASE_CONV)
       continue;
     g_autofree char *why = NULL;
     GPtrArray *plans = phase_plans(b, l, &p->phase[i], 1, -1, lead->engine, &why);
@@ -230,7 +260,7 @@ candidate_of(TdmBackend *b, const TdmConvLayout *l, int first, TdmCudnnPlan *lea
     p->workspace = MAX(p->workspace, p->plan[i]->workspace);
     plans_free(plans);
   }
-  TdmCudnnName spelt = {lead->engine, lead->rank, out, FALSE, 0, FALSE, TRUE};
+  TdmCudnnName spelt = {lead->engine, lead->rank, out, FALSE, 0, FALSE, TRUE, prepadded};
   g_autofree char *name = tdm_cudnn_name_format(&spelt);
   TdmConvCandidate *c = g_new0(TdmConvCandidate, 1);
   c->kind = TDM_CONV_CUDNN_PHASES;
@@ -241,6 +271,32 @@ candidate_of(TdmBackend *b, const TdmConvLayout *l, int first, TdmCudnnPlan *lea
   return c;
 }
 
+/* The phase whose heuristics' engines are tried: the most demanding one that convolves
+ * (the most taps, then the most axes padded unevenly, then the first), as an engine
+ * that takes a 1×1 kernel without padding may refuse a 2×2 one padded after only;
+ * count where none convolves. A function of the shape alone, so a cached name's rank
+ * means the same plan from one run to the next. */
+static int
+lead_of(const TdmConvPhases *p)
+{
+  int lead = p->count;
+  int64_t best_taps = -1;
+  int best_uneven = -1;
+  for (int i = 0; i < p->count; i++) {
+    const TdmKPhase *ph = &p->phase[i];
+    if (ph->kind != TDM_K_PHASE_CONV)
+      continue;
+    int64_t taps = ph->w_dims[2] * ph->w_dims[3];
+    int uneven = (ph->pre[0] != ph->post[0]) + (ph->pre[1] != ph->post[1]);
+    if (taps > best_taps || (taps == best_taps && uneven > best_uneven)) {
+      lead = i;
+      best_taps = taps;
+      best_uneven = uneven;
+    }
+  }
+  return lead;
+}
+
 /* Offered only with TANDEM_CUDNN_PHASES=1 until the candidates have run on a GPU (built
  * and tested on the CPU side only, 2026-12-08); a name asked for (a test's, or a cached
  * choice made with it on) is always offered. */
@@ -248,6 +304,42 @@ static gboolean
 phases_wanted(const char *only)
 {
   return only != NULL || g_strcmp0(g_getenv("TANDEM_CUDNN_PHASES"), "1") == 0;
+}
+
+/* Adds the candidates of one form (over dy, or over its pre-padded copy) to list: the
+ * lead phase's plans (only the rank and engine `wanted` names, where not NULL), each
+ * with the same engine's plan for every other phase. */
+static void
+add_form(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, gboolean prepadded,
+         const TdmCudnnName *wanted, char out)
+{
+  g_autoptr(TdmConvPhases) shape = phases_new(&l->a->shape, prepadded);
+  int first = lead_of(shape);
+  if (first == shape->count)
+    return;
+  /* Every plan of the lead's engines, tried in the heuristics' order until
+   * TDM_CONV_PHASES_MOST candidates are built (one engine that fails another phase
+   * leaves room for the next); the rest freed. */
+  g_autofree char *why = NULL;
+  GPtrArray *leads = phase_plans(b, l, &shape->phase[first], wanted != NULL ? 1 : G_MAXINT,
+                                 wanted != NULL ? wanted->rank : -1,
+                                 wanted != NULL ? wanted->engine : -1, &why);
+  if (leads->len == 0)
+    say_refused(b, l, shape, first, wanted != NULL ? wanted->engine : -1, why);
+  int built = 0;
+  for (guint i = 0; i < leads->len; i++) {
+    TdmCudnnPlan *lead = g_ptr_array_index(leads, i);
+    if (built >= TDM_CONV_PHASES_MOST) {
+      tdm_cudnn_plan_free(lead);
+      continue;
+    }
+    TdmConvCandidate *c = candidate_of(b, l, prepadded, first, lead, out);
+    if (c != NULL) {
+      g_ptr_array_add(list, c);
+      built++;
+    }
+  }
+  g_ptr_array_free(leads, TRUE);
 }
 
 void
@@ -263,23 +355,15 @@ tdm_conv_phases_add(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, cons
   char out = l->a->dx16 != NULL ? 'h' : 'f';
   if (only != NULL && wanted.out != out)
     return; /* a cached name for another destination: the choice is made again */
-  /* The first phase that convolves leads: its heuristics' engines are the ones tried. */
-  g_autoptr(TdmConvPhases) shape = phases_new(&l->a->shape);
-  int first = 0;
-  while (first < shape->count && shape->phase[first].kind != TDM_K_PHASE_CONV)
-    first++;
-  if (first == shape->count)
-    return;
-  g_autofree char *why = NULL;
-  GPtrArray *leads =
-      phase_plans(b, l, &shape->phase[first], only != NULL ? 1 : TDM_CONV_PHASES_MOST,
-                  only != NULL ? wanted.rank : -1, only != NULL ? wanted.engine : -1, &why);
-  if (leads->len == 0)
-    say_refused(b, l, shape, first, only != NULL ? wanted.engine : -1, why);
-  for (guint i = 0; i < leads->len; i++) {
-    TdmConvCandidate *c = candidate_of(b, l, first, g_ptr_array_index(leads, i), out);
-    if (c != NULL)
-      g_ptr_array_add(list, c);
+  /* Over dy, then over its copy with margins where any phase pads (else the same
+   * graphs, and a copy for nothing). */
+  const TdmConvShape *s = &l->a->shape;
+  TdmKPhasesPad pd = tdm_k_phases_pad(s->h, s->w, s->kernel, s->pad, s->stride);
+  for (int form = 0; form < 2; form++) {
+    gboolean prepadded = form == 1;
+    if ((prepadded && !tdm_k_phases_pad_any(&pd)) ||
+        (only != NULL && wanted.prepadded != prepadded))
+      continue;
+    add_form(b, l, list, prepadded, only != NULL ? &wanted : NULL, out);
   }
-  g_ptr_array_free(leads, TRUE);
 }

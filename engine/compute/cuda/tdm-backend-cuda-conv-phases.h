@@ -11,8 +11,9 @@
  * Offered for an input gradient of stride 2 to 4 whose channels in and out are multiples
  * of 8 (every view's start 16-byte aligned), dx's destination and dy aligned, where
  * cuDNN finalizes a plan of one engine for every phase that convolves (the engines the
- * first such phase's heuristics list, at most TDM_CONV_PHASES_MOST; a view cuDNN refuses
- * means no candidate, never a failure later). Phases with no tap in reach write zeros:
+ * most demanding such phase's heuristics list, MODE_A's then FALLBACK's, tried in that
+ * order until TDM_CONV_PHASES_MOST candidates are built; a view cuDNN refuses means no
+ * candidate, never a failure later). Phases with no tap in reach write zeros:
  * dx is cleared first where any has none. Each plan writes dx's type (dx16 as bf16, dx
  * as float32) from float32 sums; every engine deterministic, so eligible under --exact,
  * where the rule still prefers cuDNN's plain plan. The workspace, from the layout's
@@ -34,10 +35,11 @@ void tdm_conv_phases_add (TdmBackend *b, const TdmConvLayout *l, GPtrArray *list
                           const char *only);
 /* Runs phases candidate c (run), or only measures it: *need gets the bytes of the
  * workspace it uses from its start. FALSE where it does not take the call (or, running,
- * where the workspace is too small: nothing queued) or cuDNN refused a phase's plan as it
- * ran (*error set; the phases before it queued: dx is incomplete). */
+ * where the workspace is too small: nothing queued) or cuDNN failed a phase's plan as it
+ * ran (*error set, *refused where that was a refusal, tdm_cudnn_refusal(); the phases
+ * before it queued: dx is incomplete). */
 gboolean tdm_conv_phases_call (TdmBackend *b, const TdmConvLayout *l, const TdmConvCandidate *c,
-                               gboolean run, size_t *need, char **error);
+                               gboolean run, size_t *need, gboolean *refused, char **error);
 void tdm_conv_phases_free (TdmConvPhases *p);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TdmConvPhases, tdm_conv_phases_free)

@@ -19,6 +19,11 @@ G_BEGIN_DECLS
 
 typedef int cudnnStatus_t;
 #define CUDNN_STATUS_SUCCESS 0
+/* A status's category (cuDNN 9 numbers sub-codes within each thousand): bad parameters
+ * and not supported are a refusal, the others a failure. */
+#define CUDNN_STATUS_BAD_PARAM 2000
+#define CUDNN_STATUS_NOT_SUPPORTED 3000
+#define CUDNN_STATUS_CATEGORY(full_error_code) ((full_error_code) / 1000 * 1000)
 typedef struct cudnnContext *cudnnHandle_t;
 typedef void *cudnnBackendDescriptor_t;
 
