@@ -41,6 +41,7 @@
 #include "tdm-backend-cuda-conv-budget.h"
 #include "tdm-backend-cuda-conv-cache.h"
 #include "tdm-backend-cuda-conv-fused.h"
+#include "tdm-backend-cuda-host-buffer.h"
 #include "tdm-i18n.h"
 
 #include <math.h>
@@ -61,9 +62,8 @@ struct _TdmConvEngine {
                                 * nothing, the replica composes it; tdm_cuda_conv_ran()) */
   cudaEvent_t start, stop;
   char *model;                 /* the disk cache's file: GPU and library versions */
-  void *host;                  /* the screens' host memory, kept from one timing to the */
-  size_t host_bytes;           /* next (host_take()) until a capture begins */
-  gboolean host_pinned;
+  TdmHostBuffer host;          /* the screens' references' results, kept from one timing
+                                * to the next until a capture begins */
   GHashTable *refused;         /* "<key>\t<name>": candidates cuDNN refused as they ran */
 };
 
@@ -299,54 +299,13 @@ typedef struct {
   GPtrArray *left_out;         /* the names left out */
 } Screen;
 
-/* Host memory for the reference's result, once a timed key: pinned where the driver
- * grants it (the read-back and the upload then run at the bus's rate, not through the
- * driver's staging of pageable memory; a failed pinning sets no error), else pageable
- * (*pinned FALSE); NULL where neither can be had. */
-static void *
-host_alloc(size_t bytes, gboolean *pinned)
-{
-  void *host = NULL;
-  *pinned = cudaHostAlloc(&host, bytes, cudaHostAllocDefault) == cudaSuccess;
-  if (*pinned)
-    return host;
-  (void)cudaGetLastError();
-  return g_try_malloc(bytes);
-}
-
-static void
-host_free(void *host, gboolean pinned)
-{
-  if (pinned && host != NULL)
-    (void)cudaFreeHost(host);
-  else
-    g_free(host);
-}
-
-/* The engine's host memory for a screen's reference of `bytes`: what the last timing
- * had where it is large enough, else made anew (host_alloc()). Pinning and unpinning
- * hundreds of megabytes costs more than reading them back, and a pre-warm times tens of
- * keys of a few sizes, largest first as a rule (the first layers' outputs). */
-static void *
-host_take(TdmConvEngine *e, size_t bytes)
-{
-  if (e->host == NULL || e->host_bytes < bytes) {
-    host_free(e->host, e->host_pinned);
-    e->host = host_alloc(bytes, &e->host_pinned);
-    e->host_bytes = e->host != NULL ? bytes : 0;
-  }
-  return e->host;
-}
-
 void
 tdm_cuda_conv_engine_release_host(TdmBackend *b)
 {
   TdmConvEngine *e = CUDA_B(b)->conv;
   if (e == NULL)
     return;
-  host_free(e->host, e->host_pinned);
-  e->host = NULL;
-  e->host_bytes = 0;
+  tdm_host_buffer_release(&e->host);
 }
 
 static size_t
@@ -375,7 +334,7 @@ deviation_of(TdmBackend *b, const Screen *screen)
     size_t at = (size_t)(k * screen->piece), bytes = MIN((size_t)screen->piece, total - at);
     double sums[2] = {NAN, NAN};
     const char *from = (const char *)screen->host + at;
-    if (!engine(b)->host_pinned)
+    if (!engine(b)->host.pinned)
       tdm_backend_upload(b, screen->slot, from, bytes);
     else if (!TDM_CUDA_OK(b, cudaMemcpyAsync(screen->slot, from, bytes, cudaMemcpyHostToDevice,
                                              CUDA_B(b)->stream)))
@@ -426,7 +385,7 @@ keep_reference(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, guint i, 
   TdmConvCandidate *c = g_ptr_array_index(list, i);
   inject_test_fault(b, l, c, screen);
   size_t bytes = result_bytes(&screen->result);
-  screen->host = host_take(engine(b), bytes);
+  screen->host = tdm_host_buffer_take(&engine(b)->host, bytes);
   if (screen->host == NULL) {
     g_message("%s: convolution candidates not screened: no host memory for the "
               "reference's result (%zu bytes)", b->name, bytes);
@@ -557,15 +516,6 @@ fastest(TdmBackend *b, const TdmConvLayout *l, GPtrArray *list, Screen *screen)
     if (kept)
       return (int)i;
   }
-  return -1;
-}
-
-static int
-named(GPtrArray *list, const char *name)
-{
-  for (guint i = 0; i < list->len; i++)
-    if (g_str_equal(((TdmConvCandidate *)g_ptr_array_index(list, i))->name, name))
-      return (int)i;
   return -1;
 }
 
@@ -962,70 +912,14 @@ tdm_cuda_conv_report(TdmBackend *b)
   return g_string_free(out, FALSE);
 }
 
-GPtrArray *
-tdm_cuda_conv_candidate_names(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir)
+void
+tdm_conv_engine_run_given(TdmBackend *b, const TdmConvArgs *a, const TdmConvLayout *l,
+                          const TdmConvCandidate *c)
 {
-  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
-  TdmConvLayout l;
-  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, &l))
-    return names;
-  g_autoptr(GPtrArray) list = tdm_conv_candidates_for(b, &l, NULL);
-  for (guint i = 0; i < list->len; i++)
-    g_ptr_array_add(names, g_strdup(((TdmConvCandidate *)g_ptr_array_index(list, i))->name));
-  return names;
-}
-
-/* The candidate called name for a's call in direction dir, *l its layout; it lives in
- * *list, the caller's to free (NULL where there is none). NULL where the backend has
- * failed, the call has no layout or no candidate is so called. */
-static const TdmConvCandidate *
-candidate_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir, const char *name,
-                TdmConvLayout *l, GPtrArray **list)
-{
-  *list = NULL;
-  if (!tdm_cuda_begin(b) || !tdm_conv_layout(b, a, dir, l))
-    return NULL;
-  *list = tdm_conv_candidates_for(b, l, name);
-  int i = named(*list, name);
-  return i < 0 ? NULL : g_ptr_array_index(*list, i);
-}
-
-gboolean
-tdm_cuda_conv_run_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
-                        const char *name)
-{
-  TdmConvLayout l;
-  g_autoptr(GPtrArray) list = NULL;
-  const TdmConvCandidate *c = candidate_named(b, a, dir, name, &l, &list);
-  if (c == NULL || tdm_conv_candidate_need(b, &l, c) > a->work_bytes)
-    return FALSE;
-  tdm_conv_prepare(b, &l);
-  run(b, &l, c, FALSE);
-  if (dir == TDM_CONV_FORWARD)
+  tdm_conv_prepare(b, l);
+  run(b, l, c, FALSE);
+  if (l->dir == TDM_CONV_FORWARD)
     ran_record(b, a, c);
-  return TRUE;
-}
-
-size_t
-tdm_cuda_conv_need_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
-                         const char *name)
-{
-  TdmConvLayout l;
-  g_autoptr(GPtrArray) list = NULL;
-  const TdmConvCandidate *c = candidate_named(b, a, dir, name, &l, &list);
-  return c == NULL ? 0 : tdm_conv_candidate_need(b, &l, c);
-}
-
-size_t
-tdm_cuda_conv_cudnn_workspace_named(TdmBackend *b, const TdmConvArgs *a, TdmConvDirection dir,
-                                    const char *name)
-{
-  TdmConvLayout l;
-  g_autoptr(GPtrArray) list = NULL;
-  const TdmConvCandidate *c = candidate_named(b, a, dir, name, &l, &list);
-  if (c == NULL || c->plan == NULL)
-    return 0;
-  return (size_t)MAX(c->plan->workspace, c->rest_plan != NULL ? c->rest_plan->workspace : 0);
 }
 
 const char *

@@ -141,7 +141,8 @@ void tdm_conv_candidate_free (TdmConvCandidate *c);
  * (or while the stream is captured, when none exists yet). */
 cudnnHandle_t tdm_conv_cudnn_handle (TdmBackend *b);
 
-/* tdm-backend-cuda-conv-engine.c (and tdm-backend-cuda.h's tdm_cuda_conv_*: names, runs, reports) */
+/* tdm-backend-cuda-conv-engine.c (and tdm-backend-cuda.h's tdm_cuda_conv_*: reports; the calls
+ * by name are tdm-backend-cuda-conv-named.c's) */
 
 void tdm_cuda_conv_engine_free (TdmBackend *b);
 /* Gives back the host memory the screens of the timings kept (a capture begins: the
@@ -150,6 +151,11 @@ void tdm_cuda_conv_engine_release_host (TdmBackend *b);
 
 gboolean tdm_cuda_conv_engine_forward (TdmBackend *b, const TdmConvArgs *a);
 gboolean tdm_cuda_conv_engine_backward (TdmBackend *b, const TdmConvArgs *a);
+/* Runs candidate c of a's call (layout l), which the caller picked (a test's by name,
+ * tdm-backend-cuda-conv-named.c): its conversions first, never mended (a failure fails
+ * the backend), a forward's run recorded for tdm_cuda_conv_ran(). */
+void tdm_conv_engine_run_given (TdmBackend *b, const TdmConvArgs *a, const TdmConvLayout *l,
+                                const TdmConvCandidate *c);
 void tdm_cuda_conv_choices (TdmBackend *b, TdmConvChoices *counts);
 
 G_END_DECLS
