@@ -254,8 +254,15 @@ tdm_backend_stem_bn_takes(TdmBackend *b, const TdmConvShape *s, TdmDtype x_type,
   return takes;
 }
 
+gboolean
+tdm_backend_stem_bn_aligned(const TdmStemBn *a)
+{
+  return ((uintptr_t)a->dy & 15u) == 0 && ((uintptr_t)a->spare & 15u) == 0 &&
+         ((uintptr_t)a->work & 31u) == 0;
+}
+
 /* A call of either pass: a shape and image the backend takes, its scratch as large as
- * it said, and the room for the stem's output apart from dy. */
+ * it said and aligned, and the room for the stem's output apart from dy. */
 static gboolean
 stem_bn_ok(TdmBackend *b, const char *op, const TdmStemBn *a)
 {
@@ -267,7 +274,9 @@ stem_bn_ok(TdmBackend *b, const char *op, const TdmStemBn *a)
                    op, s->n, s->h, s->w, s->c, s->out_c, s->kernel, s->pad, s->stride) ||
       !TDM_ARGS_OK(b, a->work_bytes >= need && (need == 0 || a->work != NULL),
                    _("%s: %zu bytes of scratch, where the passes need %zu"), op,
-                   a->work_bytes, need))
+                   a->work_bytes, need) ||
+      !TDM_ARGS_OK(b, tdm_backend_stem_bn_aligned(a),
+                   _("%s: dy, spare or work not aligned (16, 16 and 32 bytes)"), op))
     return FALSE;
   size_t out = (size_t)s->n * tdm_conv_out_h(s) * tdm_conv_out_w(s) * s->out_c;
   return TDM_ARGS_OK(b,

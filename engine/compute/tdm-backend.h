@@ -852,6 +852,12 @@ typedef struct {
   size_t work_bytes;
 } TdmStemBn;
 
+/* Whether a's buffers start where any backend's passes may read them with vector loads:
+ * dy and spare at a multiple of 16 bytes, work of 32 (whole allocations always are; a
+ * piece of one may not be). The passes fail where they do not: the caller asks first
+ * and runs the four steps instead. */
+gboolean tdm_backend_stem_bn_aligned (const TdmStemBn *a);
+
 /* Whether this backend runs the two passes below for a stem of shape s reading an image
  * of type x_type in a run of its precision (a bf16 run, the stem's output as bf16 for
  * the bn), and the bytes of scratch they need (*work_bytes where not NULL: the most of

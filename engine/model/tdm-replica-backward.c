@@ -480,16 +480,6 @@ stem_bn_in_two_passes(TdmReplica *r, int n, const void *dy, TdmDtype dy_type, in
   const char *why = stem_bn_refused(r, &shape, sums_ready, &bytes);
   if (why == NULL && !tdm_replica_workspace_holds(r, bytes, 0))
     why = "no room for the passes' scratch";
-  static const char taken[] = "";
-  if (r->stem_way != (why != NULL ? why : taken)) {
-    r->stem_way = why != NULL ? why : taken;
-    g_debug("%s: stem n%d h%d w%d c%d o%d k%d: backward %s%s%s", r->backend->name, n,
-            conv->in_h, conv->in_w, conv->in_c, conv->out_c, conv->kernel,
-            why == NULL ? "in two passes" : "in separate steps (", why != NULL ? why : "",
-            why != NULL ? ")" : "");
-  }
-  if (why != NULL)
-    return FALSE;
   int c = bn->out_c;
   float *dgamma = r->grads + bn->weight_offset, *work = r->bn_work[1];
   const float *saved = work + 2 * c;
@@ -498,7 +488,7 @@ stem_bn_in_two_passes(TdmReplica *r, int n, const void *dy, TdmDtype dy_type, in
       .x = r->acts[0],
       .x_type = act_type(r, 0),
       .w = r->params + conv->weight_offset,
-      .w16 = r->params16 + conv->weight_offset,
+      .w16 = r->params16 != NULL ? r->params16 + conv->weight_offset : NULL,
       .mean = saved,
       .invstd = saved + c,
       .gamma = r->params + bn->weight_offset,
@@ -509,6 +499,18 @@ stem_bn_in_two_passes(TdmReplica *r, int n, const void *dy, TdmDtype dy_type, in
       .work = r->columns,
       .work_bytes = r->columns_bytes,
   };
+  if (why == NULL && !tdm_backend_stem_bn_aligned(&a))
+    why = "dy, the gradient region or the workspace not aligned";
+  static const char taken[] = "";
+  if (r->stem_way != (why != NULL ? why : taken)) {
+    r->stem_way = why != NULL ? why : taken;
+    g_debug("%s: stem n%d h%d w%d c%d o%d k%d: backward %s%s%s", r->backend->name, n,
+            conv->in_h, conv->in_w, conv->in_c, conv->out_c, conv->kernel,
+            why == NULL ? "in two passes" : "in separate steps (", why != NULL ? why : "",
+            why != NULL ? ")" : "");
+  }
+  if (why != NULL)
+    return FALSE;
   tdm_backend_stem_bn_sums(r->backend, &a, dgamma, dgamma + c);
   const float *sums = bn_batch_sums(r, dgamma, work, c);
   if (sums == NULL)

@@ -230,9 +230,10 @@ test_refused(void)
   g_assert_false(tdm_backend_stem_bn_takes(b, &(TdmConvShape){0, 8, 8, 3, 64, 3, 1, 1},
                                            TDM_DTYPE_F32, NULL));
   free_backend(b);
-  /* Too little scratch; a shape not taken; the output's room over its gradient: each
+  /* Too little scratch; a shape not taken; the output's room over its gradient; the
+   * scratch 16 bytes past a 32-byte boundary; dy a bf16 value past a 16-byte one: each
    * the failure of the pass, on a backend of its own (the error is sticky). */
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 5; k++) {
     b = bf16_backend();
     Stem t;
     stem_alloc(b, &t, &(StemShape){2, 8, 8, 3, 64, 3, 1, 1});
@@ -241,8 +242,14 @@ test_refused(void)
       a.work_bytes--;
     else if (k == 1)
       a.shape.out_c = 16;
+    else if (k == 2)
+      a.spare = (uint16_t *)t.dy + 8; /* 16 bytes on: aligned, over dy */
+    else if (k == 3)
+      a.work = (char *)a.work + 16; /* work_bytes unchanged: refused before it is read */
     else
-      a.spare = (uint16_t *)t.dy + 1;
+      a.dy = (const uint16_t *)a.dy + 1;
+    /* The replica asks first and runs the four steps where this says no. */
+    g_assert_true(tdm_backend_stem_bn_aligned(&a) == (k < 3));
     poison(t.got_dw, (size_t)64 * t.k);
     if (k == 1) {
       tdm_backend_stem_bn_dx_wgrad(b, &a, t.sums, t.sums + 64, 0.01f, t.got_dw);
@@ -251,7 +258,7 @@ test_refused(void)
       g_assert_true(isnan(t.got_dw[0]));
     } else {
       tdm_backend_stem_bn_sums(b, &a, t.got_sums, t.got_sums + 64);
-      assert_refused(b, "stem_bn_sums");
+      assert_refused(b, k < 3 ? "stem_bn_sums" : "not aligned");
     }
     stem_free(b, &t);
     tdm_backend_free(b);
