@@ -37,9 +37,10 @@ epoch_line=$(grep -n '^epoch 1/1  train loss' "$tmp/log.out" | head -1 | cut -d:
 progress=$(head -n "${epoch_line:-0}" "$tmp/log.out" | grep -c '^epoch 1/1 .*% *step .*samples/s  elapsed [0-9:]*  ETA ')
 if [ "$status" -eq 0 ] && grep -q '^training fc32' "$tmp/log.out" &&
    grep -q '^devices: cpu; batch 500 = 500' "$tmp/log.out" &&
-   grep -q '^recipe: .*optimizer adam.*precision fp32' "$tmp/log.out" &&
+   grep -q '^precision: fp32 (auto: cpu has no bfloat16 tensor cores)$' "$tmp/log.out" &&
+   grep -q '^recipe: .*optimizer adam.*precision auto' "$tmp/log.out" &&
    grep -q '(60,000 train, 10,000 test)\|(60000 train, 10000 test)' "$tmp/log.out"; then
-  ok "a log gets the header: dataset and size, network and parameters, devices and split, recipe"
+  ok "a log gets the header: dataset and size, network and parameters, devices and split, precision (auto resolved), recipe"
 else
   not_ok "a log gets the header" "status $status" "$(head -8 "$tmp/log.out")"
 fi
