@@ -15,6 +15,7 @@
 #include "tdm-choice.h"
 #include "tdm-config.h"
 #include "tdm-form-choices.h"
+#include "tdm-format.h"
 #include "tdm-network-catalogue.h"
 
 guint
@@ -86,14 +87,7 @@ batchnorm_title (int value)
 static const char *
 precision_title (int value)
 {
-  switch ((TdmPrecision) value)
-    {
-    case TDM_PRECISION_FP32: return _("Float32");
-    case TDM_PRECISION_TF32: return _("TF32");
-    case TDM_PRECISION_BF16: return _("Bfloat16");
-    case TDM_PRECISION_AUTO: return _("Automatic");
-    }
-  return tdm_choice_name (TDM_TYPE_PRECISION, value);
+  return tdm_format_precision_title ((TdmPrecision) value);
 }
 
 int

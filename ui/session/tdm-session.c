@@ -720,10 +720,17 @@ tdm_session_dup_status (TdmSession *self,
       return g_strdup (self->status_text);
 
     case STATUS_STARTING:
-      return g_strdup_printf (ngettext ("Starting: %d replica, batch %d",
-                                        "Starting: %d replicas, batch %d",
-                                        self->started.replicas),
-                              self->started.replicas, self->started.batch);
+      {
+        g_autofree char *precision = tdm_format_precision (&self->started);
+        g_autofree char *starting =
+          g_strdup_printf (ngettext ("Starting: %d replica, batch %d",
+                                     "Starting: %d replicas, batch %d",
+                                     self->started.replicas),
+                           self->started.replicas, self->started.batch);
+
+        /* What auto resolved to is said here, where the run begins. */
+        return g_strdup_printf ("%s · %s", starting, precision);
+      }
 
     case STATUS_RUNNING:
       return tdm_format_progress (&self->started, &self->last_step, self->paused);
