@@ -238,6 +238,14 @@ tdm_session_begin (TdmSession            *self,
     {
       g_clear_pointer (&self->info, tdm_export_info_free);
       self->info = g_steal_pointer (&self->next_info);
+      /* The settings say what was asked; the exports say what auto resolved to. */
+      if (started->precision_auto)
+        {
+          g_autofree char *used = tdm_precision_describe_used (TDM_PRECISION_AUTO,
+                                                               started->precision);
+
+          tdm_export_info_set (self->info, "precision", used);
+        }
     }
 
   /* The live curves start over; the overlays stay as they are. */
