@@ -51,7 +51,8 @@ tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision prec
 static TdmPrecision
 run_precision(const TdmConfig *cfg)
 {
-  return tdm_precision_resolve_here(cfg->precision, cfg->devices, tdm_config_replica_count(cfg));
+  return tdm_precision_resolve_here(cfg->precision, cfg->devices,
+                                    tdm_config_replica_count(cfg));
 }
 
 int

@@ -244,7 +244,8 @@ test_precision_auto(void)
     const int fast[] = {90, 80}, mixed[] = {90, 75};
 
     pick_gpus(window, fast, G_N_ELEMENTS(fast));
-    g_assert_cmpstr(row_subtitle(row), ==, "Bfloat16 on these GPUs: each has bfloat16 tensor cores");
+    g_assert_cmpstr(row_subtitle(row), ==,
+                    "Bfloat16 on these GPUs: each has bfloat16 tensor cores");
     pick_gpus(window, mixed, G_N_ELEMENTS(mixed));
     g_assert_cmpstr(row_subtitle(row), ==,
                     "Float32: cuda:1 (compute capability 7.5) has no bfloat16 tensor cores");

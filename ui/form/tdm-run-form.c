@@ -616,7 +616,8 @@ map_position_to_id (const GValue       *value,
                     gpointer            user_data)
 {
   GType type = (GType) GPOINTER_TO_SIZE (user_data);
-  const char *id = tdm_choice_name (type, tdm_form_choice_value (type, g_value_get_uint (value)));
+  int choice = tdm_form_choice_value (type, g_value_get_uint (value));
+  const char *id = tdm_choice_name (type, choice);
 
   return id != NULL ? g_variant_new_string (id) : NULL;
 }
