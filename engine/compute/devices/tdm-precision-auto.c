@@ -6,7 +6,6 @@
  * fp32). Not the backends' precision: they never see auto.
  */
 #include "tdm-precision-auto.h"
-#include "tdm-config.h"
 #include "tdm-i18n.h"
 
 /* Compute capability 8.0 (Ampere) brought bfloat16 tensor cores. */
@@ -95,15 +94,4 @@ tdm_precision_choice_reason(const TdmPrecisionChoice *choice)
     return g_strdup_printf(_("%s is not a device of this machine"), name);
   }
   return NULL;
-}
-
-char *
-tdm_precision_choice_describe(const TdmPrecisionChoice *choice)
-{
-  g_return_val_if_fail(choice != NULL, NULL);
-  const char *name = tdm_precision_name(choice->precision);
-  g_autofree char *reason = tdm_precision_choice_reason(choice);
-  if (reason == NULL)
-    return g_strdup(name);
-  return g_strdup_printf(_("%s (auto: %s)"), name, reason);
 }

@@ -48,10 +48,8 @@ TdmPrecision tdm_precision_resolve_here (TdmPrecision asked, const TdmDeviceId *
                                          int count);
 
 /* Why, in words, for people ("every device has bfloat16 tensor cores", "cpu has no
- * bfloat16 tensor cores"); NULL for TDM_PRECISION_ASKED. Free it. */
+ * bfloat16 tensor cores"); NULL for TDM_PRECISION_ASKED. Free it. The run's start
+ * carries it (TdmStartedEvent.precision_why). */
 char *tdm_precision_choice_reason (const TdmPrecisionChoice *choice);
-/* The precision and, for auto, why: "bf16 (auto: every device has bfloat16 tensor
- * cores)", "fp32 (auto: cpu has no bfloat16 tensor cores)", or "tf32". Free it. */
-char *tdm_precision_choice_describe (const TdmPrecisionChoice *choice);
 
 G_END_DECLS
