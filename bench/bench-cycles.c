@@ -57,6 +57,8 @@ main(int argc, char **argv)
   cfg->batch = batch;
   cfg->epochs = 1;
   cfg->max_steps = 5;
+  /* Pinned to float32, the default before auto: the figures stay comparable on GPUs. */
+  cfg->precision = TDM_PRECISION_FP32;
   g_autoptr(GError) error = NULL;
   if (!tdm_config_set_devices(cfg, devices, &error)) {
     fprintf(stderr, "bench-cycles: %s\n", error->message);

@@ -18,7 +18,8 @@ seconds() {   # steps, then flags: CPU seconds of the whole process
   local steps=$1
   shift
   /usr/bin/time -f "%U %S" -o "$tmp" "$train" --network cnn --optimizer adam --batch 200 \
-    --devices "$devices" --max-steps "$steps" --quiet --dataset synthetic --seed 1 "$@" \
+    --devices "$devices" --max-steps "$steps" --quiet --dataset synthetic --seed 1 \
+    --precision fp32 "$@" \
     >/dev/null
   awk '{ print $1 + $2 }' "$tmp"
 }

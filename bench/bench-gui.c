@@ -57,7 +57,9 @@
 #include "tdm-application.h"
 #include "tdm-chart.h"
 #include "tdm-dashboard.h"
+#include "tdm-choice.h"
 #include "tdm-config.h"
+#include "tdm-form-choices.h"
 #include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-run.h"
@@ -367,6 +369,8 @@ set_up_window(TdmWindow *window, const TdmConfig *config)
   adw_combo_row_set_selected(window_child(window, "optimizer_dropdown"), config->optimizer);
   gtk_spin_button_set_value(window_child(window, "lr_spin"), config->lr);
   adw_combo_row_set_selected(window_child(window, "strategy_dropdown"), config->strategy);
+  adw_combo_row_set_selected(window_child(window, "precision_dropdown"),
+                             tdm_form_choice_position(TDM_TYPE_PRECISION, config->precision));
   tdm_window_set_max_steps(window, config->max_steps);
 
   return iterate_until(can_start, window, 60);
@@ -654,6 +658,9 @@ main(int argc, char **argv)
   config->network = g_strdup(network ? network : "mlp");
   config->batch = batch;
   config->max_steps = max_steps;
+  /* Pinned to float32, the default before auto, in the window as in the headless run, so
+   * that the figures stay comparable with earlier ones on GPUs. */
+  config->precision = TDM_PRECISION_FP32;
   /* Enough epochs that max_steps ends the run, never an epoch's evaluation. */
   config->epochs = 1000;
   if (!tdm_config_set_devices(config, devices ? devices : "cpu:2", &error) ||

@@ -80,6 +80,8 @@ main(int argc, char **argv)
     cfg->network = g_strdup(list[k]);
     cfg->batch = batch;
     cfg->epochs = 1000000;
+    /* Pinned to float32, the default before auto: the figures stay comparable on GPUs. */
+    cfg->precision = TDM_PRECISION_FP32;
     if (!tdm_config_set_devices(cfg, devices != NULL ? devices : "cpu:2", &error)) {
       g_printerr("bench-phases: %s\n", error->message);
       return 2;

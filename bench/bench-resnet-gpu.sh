@@ -88,7 +88,7 @@ fi
 if [[ " $WHAT " == *" ckpt "* ]]; then
   echo "== the preset's checkpoint into PyTorch"
   timeout 60 $G/bin/tandem-train --devices cuda:0 --network resnet --max-steps 20 \
-    --save /tmp/resnet.safetensors --quiet > $OUT/ckpt.log 2>&1
+    --precision fp32 --save /tmp/resnet.safetensors --quiet > $OUT/ckpt.log 2>&1
   python3 - $G/torch_reference.py /tmp/resnet.safetensors <<'PY' 2>&1 | tee -a $OUT/ckpt.log
 import sys, importlib.util
 script, path = sys.argv[1:]

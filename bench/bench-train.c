@@ -250,6 +250,8 @@ measure_stop_latency(const char *devices, int repeat)
     cfg->network = g_strdup("cnn");
     tdm_config_set_devices(cfg, devices, NULL);
     cfg->batch = 512;
+    /* Pinned to float32, the default before auto: the figures stay comparable on GPUs. */
+    cfg->precision = TDM_PRECISION_FP32;
     g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, NULL, NULL);
     g_autoptr(GCancellable) cancellable = g_cancellable_new();
     Stopper s = {cancellable, 0, 1500 + 137 * i};

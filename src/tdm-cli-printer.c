@@ -249,6 +249,12 @@ print_started(TdmCliPrinter *p, const TdmStartedEvent *s)
   for (int i = 0; i < s->replicas; i++)
     printf("%s%d", i ? " + " : "", s->shard[i]);
   printf("\n");
+  /* What the run computes in, after auto is resolved; the recipe below says what was
+   * asked. */
+  if (s->precision_auto)
+    printf(_("precision: %s (auto: %s)\n"), tdm_precision_name(s->precision), s->precision_why);
+  else
+    printf(_("precision: %s\n"), tdm_precision_name(s->precision));
   if (p->config != NULL) {
     /* The recipe as the engine names its settings, after what the lines above say. */
     g_auto(GStrv) pairs = tdm_config_describe(p->config);

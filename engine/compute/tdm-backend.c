@@ -61,6 +61,16 @@ TdmBackend *
 tdm_backend_new(TdmDeviceId device, TdmPrecision precision, GError **error)
 {
   g_return_val_if_fail(device.kind == TDM_BACKEND_CPU || device.kind == TDM_BACKEND_CUDA, NULL);
+  if (precision == TDM_PRECISION_AUTO) {
+    /* Auto depends on every device of the run, which one backend cannot see: the
+     * trainer resolves it (tdm-precision-auto.h). */
+    char name[TDM_DEVICE_NAME_MAX];
+    g_set_error(error, TDM_ENGINE_ERROR, TDM_ENGINE_ERROR_INVALID_OPTION,
+                _("device “%s”: a backend needs a precision, not “auto”: resolve it for the "
+                  "run's devices first (tdm_precision_choose())"),
+                tdm_device_id_name(device, name));
+    return NULL;
+  }
   TdmBackend *b = backend_new(device, precision, error);
   /* A slot left NULL would crash at its first call, far from here. */
   g_assert(b == NULL || tdm_backend_ops_missing(b->ops) == NULL);

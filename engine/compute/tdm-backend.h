@@ -239,7 +239,8 @@ struct _TdmBackend {
 #define TDM_DEVIATION_WORK_DOUBLES 1026
 
 /* Creates the backend for one device (the CPU, or GPU N). Several backends may share
- * one GPU (each has its own stream). */
+ * one GPU (each has its own stream). TDM_PRECISION_AUTO is refused
+ * (TDM_ENGINE_ERROR_INVALID_OPTION): it is the run's to resolve, for all its devices. */
 TdmBackend *tdm_backend_new (TdmDeviceId device, TdmPrecision precision, GError **error);
 void tdm_backend_free (TdmBackend *b);
 

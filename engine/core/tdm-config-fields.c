@@ -291,8 +291,9 @@ static const TdmField fields[] = {
    .flags = SHOWN_SET, .describe = describe_exact,
    .help = N_("Exact mode: parameters bit-identical for any number of devices (see below)")},
   {.key = "precision", .flag = "precision", .type = TDM_FIELD_CHOICE, .offset = AT(precision),
-   .choices = tdm_precision_get_type, .fallback = "fp32", .flags = NEEDED | SHOWN,
-   .help = N_("%s (bf16: convolutions on bfloat16 operands, fp32 weights)"), .arg = "NAME",
+   .choices = tdm_precision_get_type, .fallback = "auto", .flags = NEEDED | SHOWN,
+   .help = N_("%s; auto: bf16 where every device is a GPU with bfloat16 tensor cores, else "
+              "fp32; bf16: convolutions on bfloat16 operands, fp32 weights"), .arg = "NAME",
    .settings = "precision"},
   {.key = "seed", .flag = "seed", .type = TDM_FIELD_SEED, .offset = AT(seed),
    .flags = NEEDED | SHOWN,

@@ -213,6 +213,14 @@ tdm_config_validate_saved(const TdmConfig *c, const char *source, GError **error
 TDM_CHOICE_NAMES(TdmStrategy, tdm_strategy, TDM_TYPE_STRATEGY)
 TDM_CHOICE_NAMES(TdmPrecision, tdm_precision, TDM_TYPE_PRECISION)
 
+char *
+tdm_precision_describe_used(TdmPrecision asked, TdmPrecision used)
+{
+  if (asked != TDM_PRECISION_AUTO || used == TDM_PRECISION_AUTO)
+    return g_strdup(tdm_precision_name(asked));
+  return g_strdup_printf("%s (%s)", tdm_precision_name(used), tdm_precision_name(asked));
+}
+
 /* What "set" and "changed" are measured against: the defaults, made once. */
 static const TdmConfig *
 defaults(void)

@@ -238,6 +238,10 @@ const char *tdm_strategy_name (TdmStrategy strategy);
 gboolean tdm_strategy_from_name (const char *name, TdmStrategy *strategy);
 const char *tdm_precision_name (TdmPrecision precision);
 gboolean tdm_precision_from_name (const char *name, TdmPrecision *precision);
+/* A run's precision as its description says it, where it is known what the run computed
+ * in: "bf16 (auto)" for auto resolved to bf16; the name of what was asked otherwise. Free
+ * it. */
+char *tdm_precision_describe_used (TdmPrecision asked, TdmPrecision used);
 const char *tdm_monitor_name (TdmMonitor monitor);
 gboolean tdm_monitor_from_name (const char *name, TdmMonitor *monitor);
 

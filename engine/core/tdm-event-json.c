@@ -130,6 +130,12 @@ tdm_event_to_json(const TdmEvent *ev)
       tdm_json_set_string(b, "init", s->init_report);
     tdm_json_set_int(b, "prewarm_steps", s->prewarm_steps);
     tdm_json_set_double(b, "prewarm_seconds", s->prewarm_seconds);
+    /* What the run computed in; "precision_asked" only where that was auto. */
+    tdm_json_set_string(b, "precision", tdm_precision_name(s->precision));
+    if (s->precision_auto) {
+      tdm_json_set_string(b, "precision_asked", tdm_precision_name(TDM_PRECISION_AUTO));
+      tdm_json_set_string(b, "precision_why", s->precision_why);
+    }
     if (s->conv_cudnn_fused + s->conv_cudnn + s->conv_own + s->conv_im2col > 0) {
       json_builder_set_member_name(b, "conv_choices");
       json_builder_begin_object(b);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "tdm-device-id.h"
+#include "tdm-precision.h"
 
 G_BEGIN_DECLS
 
@@ -66,6 +67,12 @@ typedef struct {
    * shapes × directions that went to cuDNN, to Tandem's own kernels, to im2col with a
    * GEMM (all 0 where no backend has an engine: the CPU). */
   int conv_cudnn, conv_own, conv_im2col, conv_cudnn_fused;
+  /* What the run computes in (never auto; a zeroed event reads as fp32), whether it was
+   * asked for auto, and then why, in words ("every device has bfloat16 tensor cores",
+   * "cpu has no bfloat16 tensor cores"), else "". */
+  TdmPrecision precision;
+  gboolean precision_auto;
+  char precision_why[160];
 } TdmStartedEvent;
 
 /* What the GPU replicas' column workspace is sized by in a memory event: no engine

@@ -114,6 +114,7 @@ read_settings(TdmRunRecord *r, JsonObject *o, const char *path, GError **error)
   r->name = g_strdup(name != NULL ? name : r->id);
   r->created = tdm_history_get_int(o, "created");
   r->replicas = tdm_config_replica_count(r->config);
+  r->precision_used = r->config->precision;
   const char *kind = tdm_history_get_string(o, "kind", "training");
   gboolean old_sweep = g_str_equal(kind, "scaling");
   if (old_sweep || g_str_equal(kind, "experiment")) {
@@ -221,6 +222,10 @@ read_record(Reader *reader, TdmRunRecord *r, const char *type, JsonObject *o)
       g_array_append_val(r->phases, p);
     }
   } else if (g_str_equal(type, "started")) {
+    TdmPrecision used;
+    if (tdm_precision_from_name(tdm_history_get_string(o, "precision", ""), &used) &&
+        used != TDM_PRECISION_AUTO)
+      r->precision_used = used;
     /* The batch the run took, where the trainer chose a smaller one than asked. */
     gint64 batch = tdm_history_get_int(o, "batch");
     if (r->config != NULL && batch > 0 && batch <= G_MAXINT && batch != r->config->batch &&

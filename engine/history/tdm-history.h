@@ -98,6 +98,9 @@ typedef struct {
   char *name;                   /* shown in lists; the id unless renamed */
   gint64 created;               /* Unix seconds */
   TdmConfig *config;
+  /* What the run computed in, as its start reported it (auto resolved); the config's
+   * where the file has no start or predates auto. */
+  TdmPrecision precision_used;
   int replicas;
   GArray *points;               /* TdmHistoryPoint, by step */
   GArray *device_points;        /* TdmHistoryDevicePoint */

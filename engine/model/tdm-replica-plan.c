@@ -650,6 +650,8 @@ tdm_replica_plan_stored(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision
                         int capacity, int eval_capacity, size_t bn_store)
 {
   TdmReplicaPlan p = {0};
+  /* Auto is a run's choice, resolved before any plan (tdm-precision-auto.h). */
+  g_return_val_if_fail(precision != TDM_PRECISION_AUTO, p);
   gboolean stores16 = tdm_replica_stores_bf16(kind, precision);
   size_t cap = (size_t)MAX(capacity, 0), ecap = (size_t)MAX(eval_capacity, 0);
   size_t most = MAX(cap, ecap);

@@ -13,6 +13,7 @@
 #include "tdm-error.h"
 #include "tdm-iterator.h"
 #include "tdm-optimizer.h"
+#include "tdm-precision-auto.h"
 #include "tdm-replica.h"
 #include "tdm-build-config.h"
 #include "tdm-conv-columns.h"
@@ -46,6 +47,14 @@ tdm_memory_replica(const TdmNetwork *net, TdmBackendKind kind, TdmPrecision prec
   return rb;
 }
 
+/* What the run computes in: auto resolved for its devices, as the trainer resolves it. */
+static TdmPrecision
+run_precision(const TdmConfig *cfg)
+{
+  return tdm_precision_resolve_here(cfg->precision, cfg->devices,
+                                    tdm_config_replica_count(cfg));
+}
+
 int
 tdm_memory_capacity(const TdmConfig *cfg, int world, int test_count)
 {
@@ -62,7 +71,7 @@ tdm_memory_eval_capacity(const TdmConfig *cfg, const TdmNetwork *net, TdmBackend
                          int world, int test_count)
 {
   int wanted = MIN(cfg->eval_batch, MAX(1, test_count));
-  return tdm_replica_eval_capacity(net, kind, cfg->precision,
+  return tdm_replica_eval_capacity(net, kind, run_precision(cfg),
                                    tdm_memory_capacity(cfg, world, test_count), wanted);
 }
 
@@ -137,6 +146,7 @@ tdm_memory_workspace_plan(const TdmConfig *cfg, const TdmNetwork *net, int repli
   int world = tdm_config_replica_count(cfg);
   int capacity = tdm_memory_capacity(cfg, world, test_count);
   int eval = tdm_memory_eval_capacity(cfg, net, TDM_BACKEND_CUDA, world, test_count);
+  TdmPrecision precision = run_precision(cfg);
   g_autofree char *freeze = cfg->freeze != NULL ? g_strjoinv(",", cfg->freeze) : g_strdup("");
   const char *conv = g_getenv("TANDEM_CONV"), *cudnn = g_getenv("TANDEM_CUDNN");
   return g_strdup_printf("net=%s in=%dx%dx%d classes=%d precision=%s exact=%d/%d batch=%d "
@@ -144,13 +154,13 @@ tdm_memory_workspace_plan(const TdmConfig *cfg, const TdmNetwork *net, int repli
                          "train=%d test=%d freeze=%s conv=%s cudnn=%s bf16-activations=%d "
                          "bn-store=%zu chunk=%zu",
                          cfg->network, net->in_h, net->in_w, net->in_c, net->classes,
-                         tdm_precision_name(cfg->precision), cfg->exact, cfg->exact_chunk,
+                         tdm_precision_name(precision), cfg->exact, cfg->exact_chunk,
                          cfg->batch, cfg->accumulate, replica, world,
                          shard_of(cfg, world, replica), capacity, eval, train_count, test_count,
                          freeze, conv != NULL ? conv : "", cudnn != NULL ? cudnn : "",
                          tdm_replica_bf16_activations(),
-                         tdm_replica_bn_store(net, TDM_BACKEND_CUDA, cfg->precision, capacity),
-                         tdm_conv_chunk_bytes(cfg->precision));
+                         tdm_replica_bn_store(net, TDM_BACKEND_CUDA, precision, capacity),
+                         tdm_conv_chunk_bytes(precision));
 }
 
 TdmWorkspaceBasis
@@ -200,9 +210,10 @@ tdm_memory_estimate_with(const TdmConfig *cfg, const TdmNetwork *net, int train_
    * different chunks. */
   int cpu_eval = tdm_memory_eval_capacity(cfg, net, TDM_BACKEND_CPU, world, test_count);
   int gpu_eval = tdm_memory_eval_capacity(cfg, net, TDM_BACKEND_CUDA, world, test_count);
-  TdmReplicaBytes cpu_rb = tdm_memory_replica(net, TDM_BACKEND_CPU, cfg->precision, capacity,
+  TdmPrecision precision = run_precision(cfg);
+  TdmReplicaBytes cpu_rb = tdm_memory_replica(net, TDM_BACKEND_CPU, precision, capacity,
                                               cpu_eval, train_count, test_count);
-  TdmReplicaBytes gpu_rb = tdm_memory_replica(net, TDM_BACKEND_CUDA, cfg->precision, capacity,
+  TdmReplicaBytes gpu_rb = tdm_memory_replica(net, TDM_BACKEND_CUDA, precision, capacity,
                                               gpu_eval, train_count, test_count);
   guint64 param_bytes = (guint64)net->parameter_count * sizeof(float);
   guint64 opt_bytes = optimizer_bytes(cfg, net->parameter_count);

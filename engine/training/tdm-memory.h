@@ -52,8 +52,9 @@ int tdm_memory_capacity (const TdmConfig *config, int world, int test_count);
 int tdm_memory_eval_capacity (const TdmConfig *config, const TdmNetwork *net,
                               TdmBackendKind kind, int world, int test_count);
 
-/* Fills *estimate for config (its devices, batch, strategy, optimizer, save path) with
- * net and datasets of these sizes. Host bytes count CPU workers' memory too (a CPU
+/* Fills *estimate for config (its devices, batch, strategy, optimizer, precision — auto
+ * resolved for its devices, tdm-precision-auto.h — and save path) with net and datasets
+ * of these sizes. Host bytes count CPU workers' memory too (a CPU
  * device's memory is the host's). GPU replicas' column workspaces are what an earlier
  * run of the same configuration settled on after its convolutions were chosen, where
  * every GPU replica's is remembered (tdm_memory_recall_workspaces(): basis "chosen"),

@@ -106,6 +106,10 @@ tdm_trainer_emit_started(TdmTrainer *t)
             t->init_report != NULL ? t->init_report : "");
   s->prewarm_steps = t->prewarm_steps;
   s->prewarm_seconds = t->prewarm_seconds;
+  s->precision = t->precision.precision;
+  s->precision_auto = t->precision.asked == TDM_PRECISION_AUTO;
+  g_autofree char *why = tdm_precision_choice_reason(&t->precision);
+  copy_text(s->precision_why, sizeof s->precision_why, why != NULL ? why : "");
   for (int r = 0; r < t->replicas; r++) {
     TdmBackend *b = t->backends[r];
     TdmConvChoices c;

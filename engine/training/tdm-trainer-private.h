@@ -14,6 +14,7 @@
 #include "tdm-iterator.h"
 #include "tdm-network.h"
 #include "tdm-optimizer.h"
+#include "tdm-precision-auto.h"
 #include "tdm-replica.h"
 #include "tdm-telemetry.h"
 
@@ -133,6 +134,8 @@ struct _TdmTrainer {
   guint64 exact_bytes;          /* host bytes exact mode's buffers took, all replicas
                                  * (kept after the run, for tests) */
   int cpu_threads;              /* BLAS threads each CPU worker runs (0: none) */
+  TdmPrecisionChoice precision; /* what the run computes in, config->precision resolved
+                                 * for its devices at set-up (never auto), and why */
   gulong cancel_handler;
   GCancellable *cancellable;
   volatile gint stop_requested; /* distributed runs: stop at the next summary vote */

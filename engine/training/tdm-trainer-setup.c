@@ -206,7 +206,8 @@ build_replicas(TdmTrainer *t, GError **error)
   t->timing = g_new0(Timing, t->replicas);
 
   for (int r = 0; r < t->replicas; r++) {
-    t->backends[r] = tdm_backend_new(cfg->devices[t->rank0 + r], cfg->precision, error);
+    t->backends[r] = tdm_backend_new(cfg->devices[t->rank0 + r], t->precision.precision,
+                                    error);
     if (t->backends[r] == NULL)
       return FALSE;
     t->backends[r]->deterministic = cfg->exact;
@@ -437,6 +438,11 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   if (!tdm_config_validate(cfg, error) ||
       !tdm_backend_check_gpus(cfg->devices, cfg->replicas, tdm_distributed_active(), error))
     return FALSE;
+  /* Auto is resolved once, for every device of the run: the backends and the rest of
+   * the run see only its result; the configuration (and so a checkpoint) keeps what was
+   * asked, so that a resumed run resolves it again for its own devices. */
+  t->precision = tdm_precision_choose_here(cfg->precision, cfg->devices,
+                                           tdm_config_replica_count(cfg));
   /* A checkpoint that cannot be written would fail only after the first epoch's
    * work; the process that saves finds out now. */
   if (cfg->save_path != NULL &&

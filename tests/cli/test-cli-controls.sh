@@ -17,7 +17,7 @@ completion=${3:?usage: test-cli-controls.sh TANDEM-TRAIN IMAGE-HELPER COMPLETION
 cli_scratch cli-controls
 unset OMPI_COMM_WORLD_SIZE PMI_SIZE PMIX_SIZE MV2_COMM_WORLD_SIZE
 
-echo "1..30"
+echo "1..31"
 small=(--dataset synthetic --network fc16,relu,fc10 --batch 500 --seed 3)
 
 # --- mistakes, answered with the way out ----------------------------------------------
@@ -259,6 +259,21 @@ if [ "$got" = "strong weak " ] && [ "$got" = "$(usage_words scaling)" ] && [ -z 
   ok "completion offers the modes of scaling's usage line, each one it takes"
 else
   not_ok "completion after scaling" "got: [$got]" "usage: [$(usage_words scaling)]" "$bad"
+fi
+# The word after --precision completes to the choices --help names (auto among them),
+# each one taken.
+got=$(offers --precision "")
+named=$(LC_ALL=C LANGUAGE= "$train" --help |
+  sed -n 's/^ *--precision=NAME *\([^(]*\).*/\1/p' | sed 's/,//g; s/ or / /; s/ *$//')
+bad=""
+for word in $got; do
+  "$train" --precision "$word" --print-config >/dev/null 2>&1 || bad="$bad $word"
+done
+if [ "$(echo $got | tr ' ' '\n' | sort)" = "$(echo $named | tr ' ' '\n' | sort)" ] &&
+   [[ " $got " == *" auto "* ]] && [ -z "$bad" ]; then
+  ok "completion offers the precisions --help names, each one taken"
+else
+  not_ok "completion after --precision" "got: [$got]" "help: [$named]" "refused:$bad"
 fi
 # The word after runs completes to its verbs, as its usage line lists them: each one
 # the command takes before a run's id (the id is then looked for), and a word it does

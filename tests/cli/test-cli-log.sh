@@ -24,7 +24,7 @@ skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 have_python=0
 command -v python3 >/dev/null 2>&1 && have_python=1
 
-echo "1..13"
+echo "1..14"
 
 # A small network on the built-in set: 60,000 training samples, 120 steps an epoch.
 small=(--dataset synthetic --network fc32,relu,fc10 --batch 500 --seed 3)
@@ -37,11 +37,42 @@ epoch_line=$(grep -n '^epoch 1/1  train loss' "$tmp/log.out" | head -1 | cut -d:
 progress=$(head -n "${epoch_line:-0}" "$tmp/log.out" | grep -c '^epoch 1/1 .*% *step .*samples/s  elapsed [0-9:]*  ETA ')
 if [ "$status" -eq 0 ] && grep -q '^training fc32' "$tmp/log.out" &&
    grep -q '^devices: cpu; batch 500 = 500' "$tmp/log.out" &&
-   grep -q '^recipe: .*optimizer adam.*precision fp32' "$tmp/log.out" &&
+   grep -q '^precision: fp32 (auto: cpu has no bfloat16 tensor cores)$' "$tmp/log.out" &&
+   grep -q '^recipe: .*optimizer adam.*precision auto' "$tmp/log.out" &&
    grep -q '(60,000 train, 10,000 test)\|(60000 train, 10000 test)' "$tmp/log.out"; then
-  ok "a log gets the header: dataset and size, network and parameters, devices and split, recipe"
+  ok "a log gets the header: dataset and size, network and parameters, devices and split, precision (auto resolved), recipe"
 else
   not_ok "a log gets the header" "status $status" "$(head -8 "$tmp/log.out")"
+fi
+# --precision auto on a CPU worker: the bits of --precision fp32, and its start says
+# fp32 and why, in --json.
+"$train" "${small[@]}" --max-steps 3 --precision fp32 --save "$tmp/fp32.st" >/dev/null 2>&1
+"$train" "${small[@]}" --max-steps 3 --precision auto --save "$tmp/auto.st" --json \
+  >"$tmp/auto.json" 2>"$tmp/auto.err"
+same=0
+if [ "$have_python" -eq 1 ] && python3 - "$tmp/fp32.st" "$tmp/auto.st" <<'EOF'
+import json, struct, sys
+def tensors(path):
+    data = open(path, 'rb').read()
+    n = struct.unpack('<Q', data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    header.pop('__metadata__', None)
+    return {k: data[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]]
+            for k, v in header.items()}
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+sys.exit(0 if a and a == b else 1)
+EOF
+then
+  same=1
+fi
+started=$(grep '"type":"started"' "$tmp/auto.json")
+if [ "$have_python" -eq 0 ]; then
+  skip "--precision auto on a CPU worker trains fp32's bits and says so" "no python3"
+elif [ "$same" -eq 1 ] && echo "$started" | grep -q '"precision":"fp32","precision_asked":"auto","precision_why":"cpu has no bfloat16 tensor cores"'; then
+  ok "--precision auto on a CPU worker trains fp32's bits and says so (--json)"
+else
+  not_ok "--precision auto on a CPU worker" "same bits: $same" "$started" \
+    "$(head -3 "$tmp/auto.err")"
 fi
 # Tenths 1 to 9 of the epoch, whatever the speed of the machine.
 if [ -n "$epoch_line" ] && [ "$progress" -eq 9 ]; then

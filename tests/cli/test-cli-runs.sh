@@ -100,9 +100,10 @@ fi
 out=$("$train" --show-run "$id" --history "$tmp/runs" 2>&1)
 status=$?
 if [ $status -eq 0 ] && grep -q '^  schedule: cosine$' <<<"$out" &&
+   grep -q '^  precision: fp32 (auto)$' <<<"$out" &&
    grep -q '^  val_split: 0.05$' <<<"$out" && grep -q '^epoch 1  train loss .* val loss .* test loss' <<<"$out" &&
    grep -q '^250 steps in ' <<<"$out"; then
-  ok "--show-run prints the settings, the epochs with validation, the steps"
+  ok "--show-run prints the settings (the precision as computed), the epochs with validation, the steps"
 else
   not_ok "--show-run" "status $status" "$out"
 fi
@@ -112,6 +113,7 @@ status=$?
 header=$(grep -v '^#' "$tmp/export.csv" | head -1)
 rows=$(grep -c '^step,[0-9]' "$tmp/export.csv")
 if [ $status -eq 0 ] && grep -q '^# run: ' "$tmp/export.csv" && grep -q '^# schedule: cosine$' "$tmp/export.csv" &&
+   grep -q '^# precision: fp32 (auto)$' "$tmp/export.csv" &&
    [[ $header == kind,step,epoch,* ]] && [ "$rows" -gt 5 ] && grep -q '^epoch,' "$tmp/export.csv"; then
   ok "--export-run prints the window's CSV ($rows rows)"
 else

@@ -36,7 +36,7 @@ init_choices(void)
     {TDM_TYPE_OPTIMIZER_KIND, "--optimizer", "optimizer", "sgd momentum adam nesterov"},
     {TDM_TYPE_STRATEGY, "--strategy", "strategy", "main allreduce"},
     {TDM_TYPE_SCHEDULE, "--schedule", NULL, "constant step cosine linear onecycle plateau"},
-    {TDM_TYPE_PRECISION, "--precision", "precision", "fp32 tf32 bf16"},
+    {TDM_TYPE_PRECISION, "--precision", "precision", "fp32 tf32 bf16 auto"},
     {TDM_TYPE_BATCH_NORM, "--batchnorm", "batchnorm", "per-replica sync"},
     {TDM_TYPE_DECAY_SCOPE, "--weight-decay-on", NULL, "all weights"},
     {TDM_TYPE_FLIP_SETTING, "--flip", NULL, "auto on off"},

@@ -50,7 +50,8 @@ test_defaults(void)
   g_assert_cmpint(c->step_epochs, ==, 10);
   g_assert_cmpfloat(c->gamma, ==, 0.1);
   g_assert_cmpint(c->strategy, ==, TDM_STRATEGY_ALLREDUCE);
-  g_assert_cmpint(c->precision, ==, TDM_PRECISION_FP32);
+  /* Auto: bf16 where every device is a GPU with bfloat16 tensor cores, else fp32. */
+  g_assert_cmpint(c->precision, ==, TDM_PRECISION_AUTO);
   g_assert_cmpuint(c->seed, ==, 0);
   g_assert_null(c->save_path);
   g_assert_cmpint(c->eval_batch, ==, 1000);
@@ -308,7 +309,7 @@ test_names(void)
     schedules[] = {{"constant", TDM_SCHEDULE_CONSTANT}, {"step", TDM_SCHEDULE_STEP},
                    {"cosine", TDM_SCHEDULE_COSINE}, {"linear", TDM_SCHEDULE_LINEAR}},
     precisions[] = {{"fp32", TDM_PRECISION_FP32}, {"tf32", TDM_PRECISION_TF32},
-                   {"bf16", TDM_PRECISION_BF16}};
+                   {"bf16", TDM_PRECISION_BF16}, {"auto", TDM_PRECISION_AUTO}};
 
   for (gsize i = 0; i < G_N_ELEMENTS(optimizers); i++) {
     g_autoptr(TdmConfig) c = parsed("optimizer", optimizers[i].name);
@@ -550,6 +551,9 @@ test_json_round_trip(void)
 
   /* A small seed is a plain JSON integer, readable by anything. */
   g_assert_nonnull(strstr(json1, "\"seed\":0"));
+  /* Auto is kept as asked, never as what it resolved to on this machine. */
+  g_assert_nonnull(strstr(json1, "\"precision\":\"auto\""));
+  g_assert_cmpint(back1->precision, ==, TDM_PRECISION_AUTO);
 }
 
 /* Rewrites one member of the default config's JSON; NULL removes it. */

@@ -159,6 +159,10 @@ test_rename_export_delete(void)
   g_autoptr(TdmRunRecord) r = tdm_history_load(history, id, &error);
   g_assert_no_error(error);
   g_assert_cmpstr(r->name, ==, "baseline");
+  /* The run file keeps the precision asked (the default, auto) and what it computed
+   * in, from its start. */
+  g_assert_cmpint(r->config->precision, ==, TDM_PRECISION_AUTO);
+  g_assert_cmpint(r->precision_used, ==, TDM_PRECISION_FP32);
 
   g_autofree char *csv = g_build_filename(dir, "run.csv", NULL);
   g_assert_true(tdm_history_export_csv(history, id, csv, &error));
@@ -171,6 +175,7 @@ test_rename_export_delete(void)
   g_assert_cmpstr(all[0], ==, "# run: baseline");
   g_assert_true(g_str_has_prefix(all[1], "# date: "));
   g_assert_nonnull(strstr(text, "\n# devices: cpu\n"));
+  g_assert_nonnull(strstr(text, "\n# precision: fp32 (auto)\n"));
   g_autofree char *named = g_strdup_printf("\n# dataset: %s\n", dataset);
   g_assert_nonnull(strstr(text, named));
   char **lines = all;

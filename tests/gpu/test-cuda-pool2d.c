@@ -457,6 +457,8 @@ train_zoo(const char *device, const char *init, gboolean photo, size_t *count)
   cfg->batch = 32;
   cfg->max_steps = 6;
   cfg->seed = 3;
+  /* Pinned: the GPU against the CPU in float32 (auto would be bf16 on a newer GPU). */
+  cfg->precision = TDM_PRECISION_FP32;
   cfg->optimizer = TDM_OPTIMIZER_MOMENTUM;
   cfg->lr = 0.05;
   cfg->normalize = g_strdup("dataset");

@@ -2,10 +2,13 @@
 /* test-cuda-train-steps.c — part of test-cuda-train: what a step's machinery must not
  * change on a GPU. The pre-warm leaves parameters and running statistics the bits of a
  * run without it; the steps' graphs give the bits of the same steps issued one
- * operation at a time, and issue fewer operations from the host. */
+ * operation at a time, and issue fewer operations from the host; `--precision auto` on a
+ * GPU with bfloat16 tensor cores trains the bits of bf16 and says so. */
 #include "tdm-choice.h"
 #include "tdm-config.h"
+#include "tdm-device.h"
 #include "tdm-events.h"
+#include "tdm-precision-auto.h"
 #include "tdm-trainer.h"
 #include "relative-difference.h"
 #include "test-cuda-train.h"
@@ -184,9 +187,81 @@ test_graphs_same_bits(void)
   }
 }
 
+static void
+remember_started(const TdmEvent *e, gpointer data)
+{
+  if (e->kind == TDM_EVENT_STARTED)
+    *(TdmStartedEvent *)data = e->started;
+}
+
+/* Parameters and BN statistics after 6 recipe steps on cuda:0 asking for `precision`;
+ * *started gets the run's start. */
+static float *
+train_precision(TdmPrecision precision, size_t *count, TdmStartedEvent *started)
+{
+  g_autoptr(TdmConfig) cfg = synthetic_run(BN_NETWORK, "cuda:0");
+  g_autoptr(GError) error = NULL;
+  cfg->batch = 64;
+  cfg->precision = precision;
+  cfg->max_steps = 6;
+  cfg->seed = 5;
+  use_recipe(cfg, TDM_BATCHNORM_SYNC);
+  g_autoptr(TdmTrainer) trainer = tdm_trainer_new(cfg, remember_started, started);
+  g_assert_true(tdm_trainer_run(trainer, NULL, &error));
+  g_assert_no_error(error);
+  size_t n = 0, ns = 0;
+  const float *params = tdm_trainer_get_parameters(trainer, &n);
+  const float *state = tdm_trainer_get_bn_state(trainer, 0, &ns);
+  g_assert_nonnull(state);
+  float *all = g_new(float, n + ns);
+  memcpy(all, params, n * sizeof(float));
+  memcpy(all + n, state, ns * sizeof(float));
+  *count = n + ns;
+  return all;
+}
+
+/* Auto, the default, on cuda:0 of compute capability 8.0 or later: resolved to bf16,
+ * the parameters and running statistics the bits of an explicit bf16 run, and its start
+ * says bf16 and why. An older GPU resolves to fp32: skipped there. */
+static void
+test_precision_auto(void)
+{
+  if (!have_gpu())
+    return;
+  g_autoptr(GArray) devices = tdm_device_list();
+  const TdmDeviceInfo *first = &g_array_index(devices, TdmDeviceInfo, 0);
+  g_assert_cmpint(first->kind, ==, TDM_BACKEND_CUDA);
+  if (first->compute_major < 8) {
+    g_test_skip_printf("cuda:0 (%s) has compute capability %d.%d: no bfloat16 tensor cores, "
+                       "auto is fp32 there", first->name, first->compute_major,
+                       first->compute_minor);
+    return;
+  }
+  TdmDeviceId gpu0 = TDM_DEVICE_GPU(0);
+  g_assert_cmpint(tdm_precision_resolve_here(TDM_PRECISION_AUTO, &gpu0, 1), ==,
+                  TDM_PRECISION_BF16);
+  TdmStartedEvent bf16 = {0}, automatic = {0};
+  size_t n16, n;
+  g_autofree float *p16 = train_precision(TDM_PRECISION_BF16, &n16, &bf16);
+  g_autofree float *p = train_precision(TDM_PRECISION_AUTO, &n, &automatic);
+  g_assert_cmpuint(n, ==, n16);
+  size_t differ = 0;
+  for (size_t k = 0; k < n; k++)
+    differ += memcmp(&p[k], &p16[k], sizeof(float)) != 0;
+  g_test_message("%s: auto against bf16 over 6 steps, %zu of %zu values differ", first->name,
+                 differ, n);
+  g_assert_cmpuint(differ, ==, 0);
+  g_assert_cmpint(bf16.precision, ==, TDM_PRECISION_BF16);
+  g_assert_false(bf16.precision_auto);
+  g_assert_cmpint(automatic.precision, ==, TDM_PRECISION_BF16);
+  g_assert_true(automatic.precision_auto);
+  g_assert_cmpstr(automatic.precision_why, ==, "every device has bfloat16 tensor cores");
+}
+
 void
 test_cuda_train_add_steps(void)
 {
   g_test_add_func("/cuda-train/prewarm-leaves-no-trace", test_prewarm_leaves_no_trace);
   g_test_add_func("/cuda-train/graphs-same-bits", test_graphs_same_bits);
+  g_test_add_func("/cuda-train/precision-auto", test_precision_auto);
 }

@@ -71,8 +71,8 @@ have_gpu(void)
   return FALSE;
 }
 
-/* A run's settings on the synthetic dataset: network on devices, the rest defaults
- * (test-cuda-train.c). */
+/* A run's settings on the synthetic dataset: network on devices, precision fp32, the
+ * rest defaults (test-cuda-train.c). */
 TdmConfig *synthetic_run (const char *network, const char *devices);
 /* The resnet recipe on cfg: Nesterov, decay on weights only, label smoothing, crops and
  * flips; bn says how replicas normalize. */

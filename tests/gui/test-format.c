@@ -73,6 +73,22 @@ test_replica(void)
   }
 }
 
+/* What a run computed in, as its start says it: auto with why, else the title. */
+static void
+test_precision(void)
+{
+  TdmStartedEvent asked = {.precision = TDM_PRECISION_TF32};
+  TdmStartedEvent automatic = {.precision = TDM_PRECISION_BF16, .precision_auto = TRUE};
+  g_autofree char *plain = tdm_format_precision(&asked);
+  g_autofree char *text = NULL;
+
+  g_strlcpy(automatic.precision_why, "every device has bfloat16 tensor cores",
+            sizeof automatic.precision_why);
+  text = tdm_format_precision(&automatic);
+  g_assert_cmpstr(plain, ==, "TF32");
+  g_assert_cmpstr(text, ==, "Bfloat16 (automatic: every device has bfloat16 tensor cores)");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -81,6 +97,7 @@ main(int argc, char **argv)
   g_test_add_func("/format/count/c-locale", test_count_c_locale);
   g_test_add_func("/format/sentence", test_sentence);
   g_test_add_func("/format/replica", test_replica);
+  g_test_add_func("/format/precision", test_precision);
 
   return g_test_run();
 }

@@ -3,13 +3,17 @@
  * that is not a number, or a number out of range, stays as typed with a message
  * under it, the value keeps what it was, and Start waits; a good number puts it all
  * back. Batch, epochs, learning rate and the CPU's workers. The precision's row: the
- * engine's default, each choice said under it, into the run's configuration, and kept
- * for the next window. */
+ * engine's default (Automatic, listed first: float32 with a CPU worker, its estimate
+ * fp32's; bfloat16 on made-up GPUs with bfloat16 tensor cores), each choice said under
+ * it, into the run's configuration, and kept for the next window. */
 #include <string.h>
 #include <adwaita.h>
 #include "tdm-application.h"
 #include "tdm-build-config.h"
+#include "tdm-choice.h"
 #include "tdm-dataset-chooser.h"
+#include "tdm-device.h"
+#include "tdm-device-picker.h"
 #include "tdm-device-row.h"
 #include "tdm-form-choices.h"
 #include "tdm-run-form.h"
@@ -151,6 +155,105 @@ test_number_fields(void)
   reset_settings();
 }
 
+/* Picks a precision in its row, by value. */
+static void
+select_precision(AdwComboRow *row, TdmPrecision precision)
+{
+  adw_combo_row_set_selected(row, tdm_form_choice_position(TDM_TYPE_PRECISION, precision));
+  drain();
+}
+
+static const char *
+row_subtitle(AdwComboRow *row)
+{
+  return adw_action_row_get_subtitle(ADW_ACTION_ROW(row));
+}
+
+/* The picker's devices: made-up GPUs of these compute capabilities (major·10 + minor),
+ * every one of them picked. */
+static void
+pick_gpus(TdmWindow *window, const int *capabilities, int count)
+{
+  g_autoptr(GArray) devices = g_array_new(FALSE, TRUE, sizeof(TdmDeviceInfo));
+  g_auto(GStrv) chosen = g_new0(char *, count + 1);
+
+  for (int i = 0; i < count; i++) {
+    TdmDeviceInfo gpu = {.kind = TDM_BACKEND_CUDA, .index = i};
+
+    g_snprintf(gpu.id, sizeof gpu.id, "cuda:%d", i);
+    g_snprintf(gpu.name, sizeof gpu.name, "Made-up GPU %d", i);
+    gpu.memory_bytes = (gint64)16 << 30;
+    gpu.compute_major = capabilities[i] / 10;
+    gpu.compute_minor = capabilities[i] % 10;
+    gpu.cores = 40;
+    g_array_append_val(devices, gpu);
+    chosen[i] = g_strdup(gpu.id);
+  }
+  tdm_device_picker_set_devices(window_child(window, "device_picker"), devices,
+                                (const char *const *)chosen, "cuda:0", 1);
+  drain();
+}
+
+/* Automatic, the default: what it is for the devices picked, said under the row, and
+ * the estimate of what it resolves to. */
+static void
+test_precision_auto(void)
+{
+  TdmWindow *window;
+  AdwComboRow *row;
+
+  reset_settings();
+  window = new_window();
+  row = window_child(window, "precision_dropdown");
+  {
+    /* The engine's default, tandem-train's too, listed first. */
+    g_autoptr(TdmConfig) defaults = tdm_config_new();
+    g_autoptr(TdmConfig) config = window_config(window);
+
+    g_assert_cmpint(defaults->precision, ==, TDM_PRECISION_AUTO);
+    g_assert_cmpuint(adw_combo_row_get_selected(row), ==, 0);
+    g_assert_cmpstr(gtk_string_object_get_string(adw_combo_row_get_selected_item(row)), ==,
+                    "Automatic");
+    g_assert_cmpint(config->precision, ==, TDM_PRECISION_AUTO);
+    /* A CPU worker is picked: float32. */
+    g_assert_cmpstr(row_subtitle(row), ==, "Float32: the CPU is picked");
+  }
+  {
+    /* The estimate is fp32's on a CPU worker. */
+    AdwComboRow *network = window_child(window, "network_dropdown");
+    TdmMemoryEvent automatic = {0}, fp32 = {0};
+    gboolean fits;
+    int largest;
+
+    for (guint i = 0; i < tdm_form_network_custom_index(); i++)
+      if (g_str_equal(tdm_form_network_id(i), "resnet"))
+        adw_combo_row_set_selected(network, i);
+    g_assert_true(wait_for(can_start, window, 60));
+    g_assert_true(tdm_run_form_estimate_memory(window_child(window, "sidebar"), &automatic,
+                                               &fits, &largest, NULL));
+    select_precision(row, TDM_PRECISION_FP32);
+    g_assert_true(tdm_run_form_estimate_memory(window_child(window, "sidebar"), &fp32, &fits,
+                                               &largest, NULL));
+    g_assert_cmpuint(automatic.device[0].total, ==, fp32.device[0].total);
+    g_assert_cmpuint(automatic.device[0].activations, ==, fp32.device[0].activations);
+    g_assert_cmpuint(automatic.host_total, ==, fp32.host_total);
+    select_precision(row, TDM_PRECISION_AUTO);
+  }
+  {
+    /* GPUs with bfloat16 tensor cores, then one without among them. */
+    const int fast[] = {90, 80}, mixed[] = {90, 75};
+
+    pick_gpus(window, fast, G_N_ELEMENTS(fast));
+    g_assert_cmpstr(row_subtitle(row), ==,
+                    "Bfloat16 on these GPUs: each has bfloat16 tensor cores");
+    pick_gpus(window, mixed, G_N_ELEMENTS(mixed));
+    g_assert_cmpstr(row_subtitle(row), ==,
+                    "Float32: cuda:1 (compute capability 7.5) has no bfloat16 tensor cores");
+  }
+  destroy_window(window);
+  reset_settings();
+}
+
 static void
 test_precision(void)
 {
@@ -160,17 +263,15 @@ test_precision(void)
   reset_settings();
   window = new_window();
   row = window_child(window, "precision_dropdown");
+  select_precision(row, TDM_PRECISION_FP32);
+  g_assert_nonnull(strstr(row_subtitle(row), "reference"));
   {
-    /* The engine's default, tandem-train's too. */
-    g_autoptr(TdmConfig) defaults = tdm_config_new();
     g_autoptr(TdmConfig) config = window_config(window);
 
-    g_assert_cmpint(adw_combo_row_get_selected(row), ==, defaults->precision);
     g_assert_cmpint(config->precision, ==, TDM_PRECISION_FP32);
-    g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "reference"));
   }
 
-  adw_combo_row_set_selected(row, TDM_PRECISION_BF16);
+  select_precision(row, TDM_PRECISION_BF16);
   drain();
   /* The window's device is a CPU worker: bf16 is its reference there, not its fast path. */
   g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "CPU workers"));
@@ -196,25 +297,23 @@ test_precision(void)
     g_assert_true(wait_for(can_start, window, 60));
     g_assert_true(tdm_run_form_estimate_memory(window_child(window, "sidebar"), &bf16, &fits,
                                                &largest, NULL));
-    adw_combo_row_set_selected(row, TDM_PRECISION_FP32);
-    drain();
+    select_precision(row, TDM_PRECISION_FP32);
     g_assert_true(tdm_run_form_estimate_memory(window_child(window, "sidebar"), &fp32, &fits,
                                                &largest, NULL));
     g_test_message("resnet activations: bf16 %" G_GUINT64_FORMAT ", fp32 %" G_GUINT64_FORMAT,
                    bf16.device[0].activations, fp32.device[0].activations);
     g_assert_cmpuint(bf16.device[0].activations, <, fp32.device[0].activations);
   }
-  adw_combo_row_set_selected(row, TDM_PRECISION_TF32);
-  drain();
+  select_precision(row, TDM_PRECISION_TF32);
   g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "TensorFloat-32"));
-  adw_combo_row_set_selected(row, TDM_PRECISION_BF16);
-  drain();
+  select_precision(row, TDM_PRECISION_BF16);
   destroy_window(window);
 
   /* The next window starts from the choice. */
   window = new_window();
   row = window_child(window, "precision_dropdown");
-  g_assert_cmpint(adw_combo_row_get_selected(row), ==, TDM_PRECISION_BF16);
+  g_assert_cmpuint(adw_combo_row_get_selected(row), ==,
+                   tdm_form_choice_position(TDM_TYPE_PRECISION, TDM_PRECISION_BF16));
   g_assert_nonnull(strstr(adw_action_row_get_subtitle(ADW_ACTION_ROW(row)), "Bfloat16"));
   {
     /* Without the CPU worker (no device at all here), the GPUs' text. */
@@ -246,5 +345,6 @@ main(int argc, char **argv)
 
   g_test_add_func("/window-form/number-fields", test_number_fields);
   g_test_add_func("/window-form/precision", test_precision);
+  g_test_add_func("/window-form/precision-auto", test_precision_auto);
   return g_test_run();
 }

@@ -388,7 +388,8 @@ test_status (void)
 
   send_started (session, devices, 0);
   text = tdm_session_dup_status (session, &fraction);
-  g_assert_cmpstr (text, ==, "Starting: 1 replica, batch 128");
+  /* What the run computes in follows (a zeroed event's: float32, as it asked). */
+  g_assert_cmpstr (text, ==, "Starting: 1 replica, batch 128 · Float32");
   g_assert_cmpfloat (fraction, ==, 0);
   g_free (text);
 
@@ -486,6 +487,23 @@ test_export_info (void)
   send_started (session, devices, 0);
   g_assert_cmpstr (tdm_export_info_lookup (tdm_session_get_export_info (session), "network"),
                    ==, "cnn");
+
+  /* A run that asked for auto: its exports say what it computed in. */
+  {
+    TdmExportInfo *third = tdm_export_info_new ();
+    TdmEvent e = { .kind = TDM_EVENT_STARTED };
+    TdmDeviceId gpu = TDM_DEVICE_GPU (0);
+
+    tdm_export_info_add (third, "precision", "auto");
+    tdm_session_set_export_info (session, third);
+    tdm_started_event_set_devices (&e.started, &gpu, 1);
+    e.started.batch = 128;
+    e.started.precision = TDM_PRECISION_BF16;
+    e.started.precision_auto = TRUE;
+    tdm_session_handle_event (session, &e);
+    g_assert_cmpstr (tdm_export_info_lookup (tdm_session_get_export_info (session),
+                                             "precision"), ==, "bf16 (auto)");
+  }
 
   session_free (session, &rec);
 }

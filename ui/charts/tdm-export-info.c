@@ -51,6 +51,24 @@ tdm_export_info_add (TdmExportInfo *info,
 }
 
 void
+tdm_export_info_set (TdmExportInfo *info,
+                     const char    *key,
+                     const char    *value)
+{
+  g_return_if_fail (info != NULL);
+  g_return_if_fail (key != NULL);
+
+  for (guint i = 0; i < info->keys->len; i++)
+    if (g_str_equal (g_ptr_array_index (info->keys, i), key))
+      {
+        g_free (info->values->pdata[i]);
+        info->values->pdata[i] = one_line (value);
+        return;
+      }
+  tdm_export_info_add (info, key, value);
+}
+
+void
 tdm_export_info_add_origin (TdmExportInfo *info,
                             GDateTime     *started)
 {

@@ -3,9 +3,10 @@
  *
  * The network drop-down lists the engine's built-in networks (its catalogue, one
  * place for them), then "custom". The choices' drop-downs list their GEnum's values
- * in its order, so a position is the value and the settings keep the value's name
- * (its nick). Only the titles are the window's; a value without one (a switch the
- * compiler checks) shows its name.
+ * in its order, so a position is the value, but for the precision, whose automatic
+ * value (the enum's last, so that a zeroed struct reads as fp32) comes first, as the
+ * default; the settings keep the value's name (its nick). Only the titles are the
+ * window's; a value without one (a switch the compiler checks) shows its name.
  */
 
 #include <gtk/gtk.h>
@@ -14,6 +15,7 @@
 #include "tdm-choice.h"
 #include "tdm-config.h"
 #include "tdm-form-choices.h"
+#include "tdm-format.h"
 #include "tdm-network-catalogue.h"
 
 guint
@@ -85,13 +87,27 @@ batchnorm_title (int value)
 static const char *
 precision_title (int value)
 {
-  switch ((TdmPrecision) value)
-    {
-    case TDM_PRECISION_FP32: return _("Float32");
-    case TDM_PRECISION_TF32: return _("TF32");
-    case TDM_PRECISION_BF16: return _("Bfloat16");
-    }
-  return tdm_choice_name (TDM_TYPE_PRECISION, value);
+  return tdm_format_precision_title ((TdmPrecision) value);
+}
+
+int
+tdm_form_choice_value (GType type,
+                       guint position)
+{
+  guint count = tdm_choice_count (type);
+
+  if (type == TDM_TYPE_PRECISION && position < count)
+    return position == 0 ? TDM_PRECISION_AUTO : (int) position - 1;
+  return (int) position;
+}
+
+guint
+tdm_form_choice_position (GType type,
+                          int   value)
+{
+  if (type == TDM_TYPE_PRECISION)
+    return value == TDM_PRECISION_AUTO ? 0 : (guint) value + 1;
+  return (guint) value;
 }
 
 GListModel *
@@ -110,6 +126,6 @@ tdm_form_choice_model (GType type)
     g_return_val_if_fail (type == TDM_TYPE_OPTIMIZER_KIND, G_LIST_MODEL (list));
 
   for (guint i = 0; i < tdm_choice_count (type); i++)
-    gtk_string_list_append (list, title ((int) i));
+    gtk_string_list_append (list, title (tdm_form_choice_value (type, i)));
   return G_LIST_MODEL (list);
 }

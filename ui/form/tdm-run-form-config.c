@@ -69,7 +69,8 @@ tdm_run_form_build_config (TdmRunForm  *self,
 
   config->batch = gtk_spin_button_get_value_as_int (self->batch_spin);
   config->epochs = gtk_spin_button_get_value_as_int (self->epochs_spin);
-  /* Positions are the enums' values (tdm_form_choice_model); no selection keeps the default. */
+  /* Positions are the enums' values (tdm_form_choice_value()); no selection keeps the
+   * default. */
   if (optimizer < tdm_choice_count (TDM_TYPE_OPTIMIZER_KIND))
     config->optimizer = (TdmOptimizerKind) optimizer;
   config->lr = gtk_spin_button_get_value (self->lr_spin);
@@ -78,7 +79,7 @@ tdm_run_form_build_config (TdmRunForm  *self,
   if (batchnorm < tdm_choice_count (TDM_TYPE_BATCH_NORM))
     config->batchnorm = (TdmBatchNorm) batchnorm;
   if (precision < tdm_choice_count (TDM_TYPE_PRECISION))
-    config->precision = (TdmPrecision) precision;
+    config->precision = (TdmPrecision) tdm_form_choice_value (TDM_TYPE_PRECISION, precision);
 
   if (!tdm_config_validate (config, error))
     return NULL;

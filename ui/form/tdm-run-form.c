@@ -32,12 +32,14 @@
 #include "tdm-dataset-chooser.h"
 #include "tdm-device-picker.h"
 #include "tdm-device.h"
+#include "tdm-device-row.h"
 #include "tdm-finetune-group.h"
 #include "tdm-form-choices.h"
 #include "tdm-iterator.h"
 #include "tdm-network.h"
 #include "tdm-network-catalogue.h"
 #include "tdm-number-check.h"
+#include "tdm-precision-auto.h"
 #include "tdm-run.h"
 #include "tdm-run-form.h"
 #include "tdm-run-form-private.h"
@@ -522,16 +524,50 @@ tdm_run_form_uses_cpu (TdmRunForm *self)
   return FALSE;
 }
 
+/* What "Automatic" is for the devices picked now: the engine's rule over the picker's
+ * rows (what tdm_device_list() reported, or a test's made-up devices). */
+static TdmPrecisionChoice
+tdm_run_form_auto_precision (TdmRunForm *self)
+{
+  TdmDeviceId devices[TDM_MAX_REPLICAS];
+  int main_replica;
+  int count = tdm_device_picker_get_replicas (self->device_picker, devices, TDM_MAX_REPLICAS,
+                                              &main_replica);
+  g_autoptr(GPtrArray) rows = tdm_device_picker_get_rows (self->device_picker);
+  g_autoptr(GArray) known = g_array_new (FALSE, TRUE, sizeof (TdmDeviceInfo));
+
+  for (guint i = 0; i < rows->len; i++)
+    g_array_append_vals (known, tdm_device_row_get_info (rows->pdata[i]), 1);
+  return tdm_precision_choose (TDM_PRECISION_AUTO, devices, MIN (count, TDM_MAX_REPLICAS),
+                               (const TdmDeviceInfo *) known->data, known->len);
+}
+
 /* What the precision does, under its row; for bfloat16 on CPU workers, that they run it
  * as the GPUs' reference, without the float32 Winograd convolutions (about four times
- * slower there for the resnet preset). */
+ * slower there for the resnet preset); for "Automatic", what it is on the devices
+ * picked now. */
 static void
 tdm_run_form_precision_changed (TdmRunForm *self)
 {
   const char *what = NULL;
+  g_autofree char *owned = NULL;
+  guint position = adw_combo_row_get_selected (self->precision_dropdown);
 
-  switch ((TdmPrecision) adw_combo_row_get_selected (self->precision_dropdown))
+  switch ((TdmPrecision) tdm_form_choice_value (TDM_TYPE_PRECISION, position))
     {
+    case TDM_PRECISION_AUTO:
+      {
+        TdmPrecisionChoice choice = tdm_run_form_auto_precision (self);
+        g_autofree char *reason = tdm_precision_choice_reason (&choice);
+
+        if (choice.precision == TDM_PRECISION_BF16)
+          what = _("Bfloat16 on these GPUs: each has bfloat16 tensor cores");
+        else if (choice.cause == TDM_PRECISION_CPU)
+          what = _("Float32: the CPU is picked");
+        else
+          what = owned = g_strdup_printf (_("Float32: %s"), reason);
+      }
+      break;
     case TDM_PRECISION_FP32:
       what = _("Every product in float32: the reference");
       break;
@@ -566,10 +602,11 @@ map_id_to_position (GValue   *value,
 {
   int position;
 
-  if (!tdm_choice_from_name ((GType) GPOINTER_TO_SIZE (user_data),
-                             g_variant_get_string (variant, NULL), &position))
+  GType type = (GType) GPOINTER_TO_SIZE (user_data);
+
+  if (!tdm_choice_from_name (type, g_variant_get_string (variant, NULL), &position))
     return FALSE;
-  g_value_set_uint (value, (guint) position);
+  g_value_set_uint (value, tdm_form_choice_position (type, position));
   return TRUE;
 }
 
@@ -578,8 +615,9 @@ map_position_to_id (const GValue       *value,
                     const GVariantType *expected_type,
                     gpointer            user_data)
 {
-  const char *id = tdm_choice_name ((GType) GPOINTER_TO_SIZE (user_data),
-                                    (int) g_value_get_uint (value));
+  GType type = (GType) GPOINTER_TO_SIZE (user_data);
+  int choice = tdm_form_choice_value (type, g_value_get_uint (value));
+  const char *id = tdm_choice_name (type, choice);
 
   return id != NULL ? g_variant_new_string (id) : NULL;
 }

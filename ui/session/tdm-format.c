@@ -207,3 +207,31 @@ tdm_format_finished (const TdmFinishedEvent *f)
                             elapsed, 100.0 * f->test_accuracy, f->test_loss);
   return g_strdup_printf (_("Finished in %s"), elapsed);
 }
+
+const char *
+tdm_format_precision_title (TdmPrecision precision)
+{
+  switch (precision)
+    {
+    case TDM_PRECISION_FP32: return _("Float32");
+    case TDM_PRECISION_TF32: return _("TF32");
+    case TDM_PRECISION_BF16: return _("Bfloat16");
+    case TDM_PRECISION_AUTO: return _("Automatic");
+    }
+  return "";
+}
+
+char *
+tdm_format_precision (const TdmStartedEvent *started)
+{
+  const char *title;
+
+  g_return_val_if_fail (started != NULL, NULL);
+
+  title = tdm_format_precision_title (started->precision);
+  if (!started->precision_auto)
+    return g_strdup (title);
+  /* Translators: what a run computes in, then why the automatic choice made it so
+   * ("Bfloat16 (automatic: every device has bfloat16 tensor cores)") */
+  return g_strdup_printf (_("%s (automatic: %s)"), title, started->precision_why);
+}

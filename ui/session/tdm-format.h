@@ -29,6 +29,14 @@ char *tdm_format_sentence (const char *message);
 char *tdm_format_replica (const TdmStartedEvent *started,
                           int                    replica);
 
+/* A precision as the window names it: "Float32", "TF32", "Bfloat16", "Automatic". */
+const char *tdm_format_precision_title (TdmPrecision precision);
+
+/* What a run computes in, as its start reports it: "Bfloat16 (automatic: every device
+ * has bfloat16 tensor cores)", "Float32 (automatic: cpu has no bfloat16 tensor cores)",
+ * or the title alone where the run named it. Free with g_free(). */
+char *tdm_format_precision (const TdmStartedEvent *started);
+
 /* A phase as the window names it, translated ("forward", "all-reduce"…); files and
  * --json keep the engine's tdm_phase_name(). */
 const char *tdm_format_phase (TdmPhase phase);

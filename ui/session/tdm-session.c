@@ -238,6 +238,14 @@ tdm_session_begin (TdmSession            *self,
     {
       g_clear_pointer (&self->info, tdm_export_info_free);
       self->info = g_steal_pointer (&self->next_info);
+      /* The settings say what was asked; the exports say what auto resolved to. */
+      if (started->precision_auto)
+        {
+          g_autofree char *used = tdm_precision_describe_used (TDM_PRECISION_AUTO,
+                                                               started->precision);
+
+          tdm_export_info_set (self->info, "precision", used);
+        }
     }
 
   /* The live curves start over; the overlays stay as they are. */
@@ -720,10 +728,17 @@ tdm_session_dup_status (TdmSession *self,
       return g_strdup (self->status_text);
 
     case STATUS_STARTING:
-      return g_strdup_printf (ngettext ("Starting: %d replica, batch %d",
-                                        "Starting: %d replicas, batch %d",
-                                        self->started.replicas),
-                              self->started.replicas, self->started.batch);
+      {
+        g_autofree char *precision = tdm_format_precision (&self->started);
+        g_autofree char *starting =
+          g_strdup_printf (ngettext ("Starting: %d replica, batch %d",
+                                     "Starting: %d replicas, batch %d",
+                                     self->started.replicas),
+                           self->started.replicas, self->started.batch);
+
+        /* What auto resolved to is said here, where the run begins. */
+        return g_strdup_printf ("%s · %s", starting, precision);
+      }
 
     case STATUS_RUNNING:
       return tdm_format_progress (&self->started, &self->last_step, self->paused);
