@@ -151,6 +151,23 @@ tdm_distributed_resolve_devices(TdmConfig *config, GError **error)
   return TRUE;
 }
 
+gboolean
+tdm_distributed_first_without(gboolean has, int *first, GError **error)
+{
+  g_return_val_if_fail(first != NULL, FALSE);
+  *first = -1;
+  if (!dist.active)
+    return TRUE;
+  /* The least of each rank's own number where it has not and the job's size where it
+   * has: the size itself where every rank has. */
+  int mine = has ? dist.size : dist.rank, least = dist.size;
+  int code = MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (code != MPI_SUCCESS)
+    return mpi_failed(error, "MPI_Allreduce", code);
+  *first = least < dist.size ? least : -1;
+  return TRUE;
+}
+
 void
 tdm_distributed_finalize(void)
 {

@@ -38,6 +38,11 @@ int tdm_distributed_local_size (void);
  * nothing outside an MPI job. */
 gboolean tdm_distributed_resolve_devices (TdmConfig *config, GError **error);
 
+/* Whether every rank `has` something, asked of all ranks at once (each must call it):
+ * *first is the lowest rank that has not, or -1 where every rank has (always -1 outside
+ * an MPI job). FALSE, with the error, where MPI fails. */
+gboolean tdm_distributed_first_without (gboolean has, int *first, GError **error);
+
 /* After a run that ended normally on every rank (it waits for the others). */
 void tdm_distributed_finalize (void);
 /* Ends every rank of the job now, with `code` as mpirun's exit status. */
@@ -81,6 +86,13 @@ tdm_distributed_local_size (void)
 static inline gboolean
 tdm_distributed_resolve_devices (TdmConfig *config, GError **error)
 {
+  return TRUE;
+}
+
+static inline gboolean
+tdm_distributed_first_without (gboolean has, int *first, GError **error)
+{
+  *first = -1;
   return TRUE;
 }
 

@@ -287,7 +287,11 @@ tdm_trainer_save_checkpoint_to(TdmTrainer *t, const char *path, gboolean best,
   if (!tdm_backend_check(opt->backend, error))
     return FALSE;
 
-  g_autofree char *config_json = tdm_config_to_json(cfg);
+  /* What the run asked for, auto where it was (the run's own configuration holds what
+   * auto resolved to: resolve_precision() in tdm-trainer-setup.c). */
+  g_autoptr(TdmConfig) asked = tdm_config_copy(cfg);
+  asked->precision = t->precision.asked;
+  g_autofree char *config_json = tdm_config_to_json(asked);
   g_autofree char *epoch = g_strdup_printf("%d", t->it->epoch);
   g_autofree char *position = g_strdup_printf("%d", t->it->position);
   g_autofree char *step = g_strdup_printf("%ld", t->step);

@@ -421,6 +421,37 @@ estimate_memory(TdmTrainer *t, GError **error)
   return tdm_memory_check_host(m, available, m->host_dataset, why, error);
 }
 
+/* Auto resolved once, for every device of the run (tdm-precision-auto.h), into the
+ * run's own configuration: the backends, the memory plan and the estimate see only its
+ * result; t->precision keeps what was asked and why, and a checkpoint what was asked,
+ * so that a resumed run resolves it again for its own devices. Under mpirun a process
+ * knows only its own machine's devices: each rank resolves for its own, and where one
+ * computes in fp32 every rank does. */
+static gboolean
+resolve_precision(TdmTrainer *t, GError **error)
+{
+  TdmConfig *cfg = t->config;
+  if (!tdm_distributed_active()) {
+    t->precision = tdm_precision_choose_here(cfg->precision, cfg->devices,
+                                             tdm_config_replica_count(cfg));
+  } else {
+    int rank = tdm_distributed_rank(), first = -1;
+    t->precision = tdm_precision_choose_here(cfg->precision, &cfg->devices[rank], 1);
+    if (cfg->precision == TDM_PRECISION_AUTO &&
+        !tdm_distributed_first_without(t->precision.precision == TDM_PRECISION_BF16, &first,
+                                       error))
+      return FALSE;
+    if (first >= 0 && t->precision.precision == TDM_PRECISION_BF16) {
+      t->precision.precision = TDM_PRECISION_FP32;
+      t->precision.cause = TDM_PRECISION_OTHER_RANK;
+      t->precision.device = cfg->devices[first];
+      t->precision.rank = first;
+    }
+  }
+  cfg->precision = t->precision.precision;
+  return TRUE;
+}
+
 gboolean
 tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
 {
@@ -438,11 +469,8 @@ tdm_trainer_setup(TdmTrainer *t, GCancellable *cancellable, GError **error)
   if (!tdm_config_validate(cfg, error) ||
       !tdm_backend_check_gpus(cfg->devices, cfg->replicas, tdm_distributed_active(), error))
     return FALSE;
-  /* Auto is resolved once, for every device of the run: the backends and the rest of
-   * the run see only its result; the configuration (and so a checkpoint) keeps what was
-   * asked, so that a resumed run resolves it again for its own devices. */
-  t->precision = tdm_precision_choose_here(cfg->precision, cfg->devices,
-                                           tdm_config_replica_count(cfg));
+  if (!resolve_precision(t, error))
+    return FALSE;
   /* A checkpoint that cannot be written would fail only after the first epoch's
    * work; the process that saves finds out now. */
   if (cfg->save_path != NULL &&

@@ -40,7 +40,7 @@ same_accuracy() {
   awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1.5 / 301) }'
 }
 
-plan=17
+plan=18
 echo "1..$plan"
 
 # 983 training samples in batches of 50: 19 full batches and a short one of 33, so
@@ -105,6 +105,19 @@ same_as_reference() {
 same_as_reference "2 ranks, allreduce" 2 --devices cpu
 same_as_reference "3 ranks, allreduce" 3 --devices cpu
 same_as_reference "2 ranks, main on rank 1" 2 --devices cpu,cpu --strategy main --main 1
+
+# The default precision, auto, agreed among the ranks (each knows only its own machine's
+# devices): on CPU ranks every rank computes in fp32, the report says so and why, and
+# the checkpoint keeps what was asked.
+out="$tmp/2 ranks, allreduce"
+asked=$(head -c 65536 "$out.safetensors" | grep -a -o 'precision\\*"*:\\*"[a-z0-9]*' | head -n 1)
+if grep -q '"precision":"fp32","precision_asked":"auto","precision_why":"cpu has no bfloat16 tensor cores"' \
+     "$out.json" && [ "${asked##*\"}" = auto ]; then
+  ok "2 ranks: precision auto computed in fp32, said why; the checkpoint keeps auto"
+else
+  not_ok "2 ranks: precision auto computed in fp32, said why; the checkpoint keeps auto" \
+    "started: $(grep '"type":"started"' "$out.json" | head -c 600)" "checkpoint: $asked"
+fi
 
 # Synchronized BN through MPI_Allreduce: a residual BN network with crops, flips and
 # Nesterov SGD on 3 ranks trains as one process does (parameters and running

@@ -116,6 +116,13 @@ test_rule(void)
       g_assert_null(none);
     }
 
+  /* Under mpirun, the rank that made it fp32 (tdm-trainer-setup.c's resolve_precision()). */
+  c = (TdmPrecisionChoice){.precision = TDM_PRECISION_FP32, .asked = TDM_PRECISION_AUTO,
+                           .cause = TDM_PRECISION_OTHER_RANK, .rank = 3};
+  g_assert_true(tdm_device_id_parse("cuda:1", &c.device));
+  g_autofree char *other = tdm_precision_choice_reason(&c);
+  g_assert_cmpstr(other, ==, "rank 3's cuda:1 has no bfloat16 tensor cores");
+
   /* This machine (no GPU in a CPU build): the CPU decides. */
   TdmDeviceId here = TDM_DEVICE_CPU;
   g_assert_cmpint(tdm_precision_resolve_here(TDM_PRECISION_AUTO, &here, 1), ==,

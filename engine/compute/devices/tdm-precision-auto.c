@@ -92,6 +92,8 @@ tdm_precision_choice_reason(const TdmPrecisionChoice *choice)
                            name, choice->compute_major, choice->compute_minor);
   case TDM_PRECISION_UNKNOWN_DEVICE:
     return g_strdup_printf(_("%s is not a device of this machine"), name);
+  case TDM_PRECISION_OTHER_RANK:
+    return g_strdup_printf(_("rank %d's %s has no bfloat16 tensor cores"), choice->rank, name);
   }
   return NULL;
 }

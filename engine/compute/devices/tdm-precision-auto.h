@@ -23,6 +23,8 @@ typedef enum {
   TDM_PRECISION_CPU,            /* auto: `device` is the CPU */
   TDM_PRECISION_OLDER_GPU,      /* auto: `device` is a GPU before compute capability 8.0 */
   TDM_PRECISION_UNKNOWN_DEVICE, /* auto: `device` is not in the device list */
+  TDM_PRECISION_OTHER_RANK,     /* auto under mpirun: rank `rank`'s `device` made it fp32
+                                 * there, and every rank computes alike */
 } TdmPrecisionCause;
 
 typedef struct {
@@ -32,6 +34,7 @@ typedef struct {
   TdmDeviceId device;           /* the first device that made auto fp32, for the causes
                                  * that name one */
   int compute_major, compute_minor; /* that GPU's, for TDM_PRECISION_OLDER_GPU */
+  int rank;                     /* the rank, for TDM_PRECISION_OTHER_RANK */
 } TdmPrecisionChoice;
 
 /* The choice for a run on `devices` (`count` of them) asking for `asked`, where
