@@ -216,7 +216,7 @@ test_precision_auto(void)
                     "Automatic");
     g_assert_cmpint(config->precision, ==, TDM_PRECISION_AUTO);
     /* A CPU worker is picked: float32. */
-    g_assert_cmpstr(row_subtitle(row), ==, "Float32: the CPU is picked");
+    g_assert_cmpstr(row_subtitle(row), ==, "Automatic: float32, since the CPU is picked");
   }
   {
     /* The estimate is fp32's on a CPU worker. */
@@ -245,10 +245,10 @@ test_precision_auto(void)
 
     pick_gpus(window, fast, G_N_ELEMENTS(fast));
     g_assert_cmpstr(row_subtitle(row), ==,
-                    "Bfloat16 on these GPUs: each has bfloat16 tensor cores");
+                    "Automatic: bfloat16, since every GPU picked has bfloat16 tensor cores");
     pick_gpus(window, mixed, G_N_ELEMENTS(mixed));
     g_assert_cmpstr(row_subtitle(row), ==,
-                    "Float32: cuda:1 (compute capability 7.5) has no bfloat16 tensor cores");
+                    "Automatic: float32, since cuda:1 (compute capability 7.5) has no bfloat16 tensor cores");
   }
   destroy_window(window);
   reset_settings();

@@ -561,11 +561,11 @@ tdm_run_form_precision_changed (TdmRunForm *self)
         g_autofree char *reason = tdm_precision_choice_reason (&choice);
 
         if (choice.precision == TDM_PRECISION_BF16)
-          what = _("Bfloat16 on these GPUs: each has bfloat16 tensor cores");
+          what = _("Automatic: bfloat16, since every GPU picked has bfloat16 tensor cores");
         else if (choice.cause == TDM_PRECISION_CPU)
-          what = _("Float32: the CPU is picked");
+          what = _("Automatic: float32, since the CPU is picked");
         else
-          what = owned = g_strdup_printf (_("Float32: %s"), reason);
+          what = owned = g_strdup_printf (_("Automatic: float32, since %s"), reason);
       }
       break;
     case TDM_PRECISION_FP32:
