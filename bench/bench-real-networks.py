@@ -159,7 +159,7 @@ def launch(a, clock, own, cmd, log, env=None):
 
 def tandem_row(a, clock, row, folder):
     cmd = [a.tandem, "--devices", "cuda:0" if a.device == "cuda" else "cpu", "--dataset", folder,
-           "--network", row["spec"], "--batch", str(row["batch"]), "--precision", "bf16",
+           "--network", row["spec"], "--batch", str(row["batch"]), "--precision", a.precision,
            "--optimizer", "nesterov", "--lr", "0.05", "--max-steps", str(2 * row["steps"]),
            "--json", "--quiet", "--record", "--history", os.path.join(a.work, "runs")]
     # Recorded: the step events fall on the history's grid of 10 steps (and the epoch
@@ -177,10 +177,13 @@ def tandem_row(a, clock, row, folder):
                driver_peak=driver.peak_above_idle() if driver else None,
                layers=tandem_run.conv_choices(out + err, row["batch"],
                                               tandem_run.cache_times(a.conv_cache)),
-               error=None)
+               precision=s.get("precision"), error=None)
     if rc != 0 or rate is None:
         res["error"] = (rc if isinstance(rc, str) else
                         f"exit {rc}: {tandem_run.failure(evs, err) or 'no step events'}")
+    elif a.device == "cuda" and s.get("precision") not in (None, "bf16"):
+        # The comparison is against PyTorch in bf16: a row that computed otherwise is not it.
+        res["error"] = f"computed in {s.get('precision')} ({s.get('precision_why', '')}), not bf16"
     return res
 
 
@@ -308,6 +311,9 @@ def options():
                    os.path.join(HERE, "..", "build", "src", "tandem-train"))
     p.add_argument("--python", default=sys.executable, help="the Python with PyTorch")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--precision", choices=("bf16", "auto"), default="bf16",
+                   help="Tandem's --precision in the rows (auto: the window's default, "
+                        "which must resolve to bf16 on the GPU; PyTorch stays autocast bf16)")
     p.add_argument("--gpu", type=int, default=0, help="the GPU's index for the driver's figures")
     p.add_argument("--work", default="/tmp/bench-real-networks")
     p.add_argument("--json", help="the results' file (default WORK/real-networks.json)")
