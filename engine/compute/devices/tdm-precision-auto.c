@@ -56,12 +56,24 @@ tdm_precision_choose(TdmPrecision asked, const TdmDeviceId *devices, int count,
   return c;
 }
 
+/* This machine's devices, listed once a process: the estimate asks for every batch it
+ * tries (the window's largest batch, a binary search), and a list reads /proc/cpuinfo
+ * and each GPU's properties; the GPUs a process sees do not change while it runs. */
+static const GArray *
+devices_here(void)
+{
+  static gsize known; /* the GArray, once listed */
+  if (g_once_init_enter(&known))
+    g_once_init_leave(&known, (gsize)tdm_device_list());
+  return (const GArray *)known;
+}
+
 TdmPrecisionChoice
 tdm_precision_choose_here(TdmPrecision asked, const TdmDeviceId *devices, int count)
 {
   if (asked != TDM_PRECISION_AUTO)
     return tdm_precision_choose(asked, devices, count, NULL, 0);
-  g_autoptr(GArray) known = tdm_device_list();
+  const GArray *known = devices_here();
   return tdm_precision_choose(asked, devices, count, (const TdmDeviceInfo *)known->data,
                               known->len);
 }

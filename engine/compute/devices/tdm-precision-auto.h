@@ -43,7 +43,8 @@ typedef struct {
 TdmPrecisionChoice tdm_precision_choose (TdmPrecision asked, const TdmDeviceId *devices,
                                          int count, const TdmDeviceInfo *known,
                                          guint known_count);
-/* The same against this machine's devices (tdm_device_list(), read only for auto). */
+/* The same against this machine's devices (tdm_device_list(), read once a process, and
+ * only for auto). */
 TdmPrecisionChoice tdm_precision_choose_here (TdmPrecision asked, const TdmDeviceId *devices,
                                               int count);
 /* tdm_precision_choose_here()'s precision alone. */
