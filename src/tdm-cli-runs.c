@@ -184,6 +184,8 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
     g_autoptr(JsonNode) node = tdm_json_parse(config, -1, TDM_ENGINE_ERROR_HISTORY, NULL);
     json_builder_set_member_name(b, "config");
     json_builder_add_value(b, g_steal_pointer(&node));
+    /* What the run computed in, auto resolved (the config says what it asked). */
+    tdm_json_set_string(b, "precision_used", tdm_precision_name(r->precision_used));
     json_builder_set_member_name(b, "epochs");
     json_builder_begin_array(b);
     for (guint i = 0; i < r->epochs->len; i++) {

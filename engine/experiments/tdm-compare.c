@@ -2,6 +2,7 @@
 /* tdm-compare.c — the one-device configuration of a run and the distance between
  * two parameter vectors (see tdm-compare.h). Nothing here trains. */
 #include "tdm-compare.h"
+#include "tdm-precision-auto.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,6 +28,10 @@ tdm_compare_one_device_config(const TdmConfig *config, long steps)
   one->devices[0] = config->devices[main_index];
   one->replicas = 1;
   one->main_replica = 0;
+  /* Auto as the whole run resolves it, not for the one device: a newer GPU beside an
+   * older one computes in fp32 in the run, so in its twin. */
+  one->precision = tdm_precision_resolve_here(config->precision, config->devices,
+                                              tdm_config_replica_count(config));
   g_clear_pointer(&one->save_path, g_free);
   if (steps > 0)
     one->max_steps = steps;

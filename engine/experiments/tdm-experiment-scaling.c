@@ -8,6 +8,7 @@
 #include "tdm-error.h"
 #include "tdm-i18n.h"
 #include "tdm-iterator.h"
+#include "tdm-precision-auto.h"
 
 #include <math.h>
 #include <string.h>
@@ -46,6 +47,10 @@ point_config(const Scaling *s, long steps)
   /* Devices alike at every n: a lone CPU worker would otherwise take every core's
    * BLAS threads, and the speed-up over it would not be like for like. */
   cfg->cpu_threads = 1;
+  /* And alike in precision: auto as all the devices resolve it, not the first n (a
+   * newer GPU alone would compute in bf16 where the sweep's others make it fp32). */
+  cfg->precision = tdm_precision_resolve_here(config->precision, config->devices,
+                                              tdm_config_replica_count(config));
   g_clear_pointer(&cfg->save_path, g_free);
   return cfg;
 }

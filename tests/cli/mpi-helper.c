@@ -7,11 +7,16 @@
  *   mpi-helper compare A B TOLERANCE    compares the parameters of two checkpoints:
  *                                       the relative L2 difference over all layers
  *                                       must be at most TOLERANCE (exit 1 if not)
+ *   mpi-helper first-without RANKS      under mpirun: every rank asks
+ *                                       tdm_distributed_first_without(), the ranks in
+ *                                       the comma list RANKS ("none" for none) saying
+ *                                       they have not, and prints "rank R: first F"
  *
  * Not part of Tandem; built only for the 'mpi' suite.
  */
 #include "synthetic-idx.h"
 #include "tdm-checkpoint.h"
+#include "tdm-distributed.h"
 #include "tdm-dataset.h"
 
 #include <math.h>
@@ -104,9 +109,34 @@ identical(const char *a_path, const char *b_path)
   return values > 0 && differ == 0 ? 0 : 1;
 }
 
+static int
+first_without(int *argc, char ***argv, const char *ranks)
+{
+  g_autoptr(GError) error = NULL;
+  if (!tdm_distributed_init(argc, argv, &error)) {
+    fprintf(stderr, "mpi-helper: %s\n", error->message);
+    return 2;
+  }
+  int rank = tdm_distributed_rank(), first = -2;
+  g_auto(GStrv) without = g_strsplit(ranks, ",", -1);
+  gboolean has = TRUE;
+  for (char **r = without; *r != NULL; r++)
+    has &= g_strcmp0(*r, "none") == 0 || atoi(*r) != rank;
+  if (!tdm_distributed_first_without(has, &first, &error)) {
+    fprintf(stderr, "mpi-helper: %s\n", error->message);
+    tdm_distributed_abort(2);
+  }
+  printf("rank %d: first %d\n", rank, first);
+  fflush(stdout);
+  tdm_distributed_finalize();
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
+  if (argc == 3 && g_str_equal(argv[1], "first-without"))
+    return first_without(&argc, &argv, argv[2]);
   if (argc == 5 && g_str_equal(argv[1], "idx"))
     return make_idx(argv[2], atoi(argv[3]), atoi(argv[4]));
   if (argc == 4 && g_str_equal(argv[1], "identical"))
@@ -115,6 +145,7 @@ main(int argc, char **argv)
     return compare(argv[2], argv[3], g_ascii_strtod(argv[4], NULL));
   fprintf(stderr, "usage: mpi-helper idx FOLDER TRAIN TEST\n"
                   "       mpi-helper compare A.safetensors B.safetensors TOLERANCE\n"
-                  "       mpi-helper identical A.safetensors B.safetensors\n");
+                  "       mpi-helper identical A.safetensors B.safetensors\n"
+                  "       mpi-helper first-without RANKS (under mpirun)\n");
   return 2;
 }

@@ -20,7 +20,7 @@ not_ok() {
   for line in "$@"; do echo "# $line"; done
 }
 
-echo "1..15"
+echo "1..16"
 
 # tensors_equal A B: every tensor of two safetensors files, byte for byte (the
 # metadata names the file it was saved as, so it differs).
@@ -106,6 +106,13 @@ if [ $status -eq 0 ] && grep -q '^  schedule: cosine$' <<<"$out" &&
   ok "--show-run prints the settings (the precision as computed), the epochs with validation, the steps"
 else
   not_ok "--show-run" "status $status" "$out"
+fi
+
+shown=$("$train" --show-run "$id" --history "$tmp/runs" --json 2>&1)
+if python3 -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["config"]["precision"] == "auto" and r["precision_used"] == "fp32", r' "$shown"; then
+  ok "--show-run --json: the precision asked (auto) and as computed (fp32)"
+else
+  not_ok "--show-run --json: the precision asked and as computed" "$(head -c 600 <<<"$shown")"
 fi
 
 "$train" --export-run "$id" --history "$tmp/runs" >"$tmp/export.csv" 2>"$tmp/err"

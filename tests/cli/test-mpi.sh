@@ -40,7 +40,7 @@ same_accuracy() {
   awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1.5 / 301) }'
 }
 
-plan=18
+plan=19
 echo "1..$plan"
 
 # 983 training samples in batches of 50: 19 full batches and a short one of 33, so
@@ -105,6 +105,21 @@ same_as_reference() {
 same_as_reference "2 ranks, allreduce" 2 --devices cpu
 same_as_reference "3 ranks, allreduce" 3 --devices cpu
 same_as_reference "2 ranks, main on rank 1" 2 --devices cpu,cpu --strategy main --main 1
+
+# The agreement behind it (tdm_distributed_first_without()): on 3 ranks every rank learns
+# the lowest rank that has not, whichever ranks say so, and -1 where all have.
+agreed=yes
+for case in "1:1" "2:2" "2,1:1" "0,2:0" "none:-1"; do
+  without=${case%%:*} want=${case##*:}
+  got=$(run_mpi -np 3 "$helper" first-without "$without" 2>&1)
+  lines=$(grep -c "^rank [0-2]: first $want\$" <<<"$got")
+  [ "$lines" = 3 ] || { agreed="ranks without $without: $got"; break; }
+done
+if [ "$agreed" = yes ]; then
+  ok "3 ranks agree on the lowest rank without (5 cases)"
+else
+  not_ok "3 ranks agree on the lowest rank without" "$agreed"
+fi
 
 # The default precision, auto, agreed among the ranks (each knows only its own machine's
 # devices): on CPU ranks every rank computes in fp32, the report says so and why, and

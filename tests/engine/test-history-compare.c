@@ -37,6 +37,9 @@ test_compare_one_device(void)
   g_assert_cmpint(one->seed, ==, cfg->seed);
   g_assert_cmpint(one->max_steps, ==, 25);
   g_assert_null(one->save_path);
+  /* Auto resolved for the run's devices (CPU workers: fp32), not left to the twin's. */
+  g_assert_cmpint(cfg->precision, ==, TDM_PRECISION_AUTO);
+  g_assert_cmpint(one->precision, ==, TDM_PRECISION_FP32);
   g_clear_pointer(&cfg->save_path, g_free);
   cfg->max_steps = 25;
 

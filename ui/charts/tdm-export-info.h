@@ -22,11 +22,11 @@ TdmExportInfo *tdm_export_info_new        (void);
 void           tdm_export_info_add        (TdmExportInfo       *info,
                                            const char          *key,
                                            const char          *value);
-/* "tandem" (this version) and "date" (@started, or now if NULL, in UTC). */
 /* Replaces the value of `key`, or adds the pair where it has none. */
 void           tdm_export_info_set        (TdmExportInfo       *info,
                                            const char          *key,
                                            const char          *value);
+/* "tandem" (this version) and "date" (@started, or now if NULL, in UTC). */
 void           tdm_export_info_add_origin (TdmExportInfo       *info,
                                            GDateTime           *started);
 void           tdm_export_info_free       (TdmExportInfo       *info);

@@ -77,6 +77,7 @@ tdm_history_sweep_export (TdmHistorySweep  *self,
   r = tdm_run_item_get_record (self->item);
   created = g_date_time_new_from_unix_utc (r->created);
   info = tdm_run_export_info_new (r->config, created);
+  tdm_run_export_info_set_precision (info, r->config->precision, r->precision_used);
   return tdm_scaling_write_svg (TDM_SCALING_CHART (self->chart), info, path, 800, 500, error);
 }
 

@@ -23,6 +23,7 @@
 #include "tdm-error.h"
 #include "tdm-experiment-runner.h"
 #include "tdm-export-info.h"
+#include "tdm-precision-auto.h"
 #include "tdm-run-export-info.h"
 #include "tdm-scaling-chart.h"
 #include "tdm-scaling-table.h"
@@ -221,6 +222,11 @@ tdm_scaling_page_show_runner (TdmScalingPage      *self,
   config = tdm_experiment_get_config (tdm_experiment_runner_get_experiment (runner));
   g_clear_pointer (&self->info, tdm_export_info_free);
   self->info = tdm_run_export_info_new (config, NULL);
+  /* Every point computes in what auto is for all the sweep's devices (point_config()). */
+  tdm_run_export_info_set_precision (self->info, config->precision,
+                                     tdm_precision_resolve_here (config->precision,
+                                                                 config->devices,
+                                                                 tdm_config_replica_count (config)));
   self->runner = g_object_ref (runner);
   g_signal_connect_object (self->runner, "point", G_CALLBACK (tdm_scaling_page_point), self,
                            G_CONNECT_SWAPPED);

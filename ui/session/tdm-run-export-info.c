@@ -3,7 +3,8 @@
  *
  * The settings are the engine's (tdm_config_describe()), never re-derived here, so
  * a CSV, an SVG and a PNG of one run, and `tandem-train`'s own names for the same
- * choices, agree. Only the version and the date are added.
+ * choices, agree. Only the version and the date are added, and the precision as
+ * computed where auto chose it.
  */
 
 #include "tdm-run-export-info.h"
@@ -24,4 +25,17 @@ tdm_run_export_info_new (const TdmConfig *config,
   tdm_export_info_add_origin (info, started);
 
   return info;
+}
+
+void
+tdm_run_export_info_set_precision (TdmExportInfo *info,
+                                   TdmPrecision   asked,
+                                   TdmPrecision   used)
+{
+  g_autofree char *value = NULL;
+
+  g_return_if_fail (info != NULL);
+
+  value = tdm_precision_describe_used (asked, used);
+  tdm_export_info_set (info, "precision", value);
 }

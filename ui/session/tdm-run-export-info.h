@@ -19,4 +19,11 @@ G_BEGIN_DECLS
 TdmExportInfo *tdm_run_export_info_new (const TdmConfig *config,
                                         GDateTime       *started);
 
+/* The precision as the run computed in it where it asked for auto ("bf16 (auto)"),
+ * `used` as its start reported it (or as tdm_precision_resolve_here() gives it before
+ * it starts); as asked otherwise. */
+void tdm_run_export_info_set_precision (TdmExportInfo *info,
+                                        TdmPrecision   asked,
+                                        TdmPrecision   used);
+
 G_END_DECLS

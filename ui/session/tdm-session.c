@@ -24,6 +24,7 @@
 #include <glib/gi18n.h>
 
 #include "tdm-format.h"
+#include "tdm-run-export-info.h"
 #include "tdm-session.h"
 #include "tdm-telemetry.h"
 
@@ -240,12 +241,7 @@ tdm_session_begin (TdmSession            *self,
       self->info = g_steal_pointer (&self->next_info);
       /* The settings say what was asked; the exports say what auto resolved to. */
       if (started->precision_auto)
-        {
-          g_autofree char *used = tdm_precision_describe_used (TDM_PRECISION_AUTO,
-                                                               started->precision);
-
-          tdm_export_info_set (self->info, "precision", used);
-        }
+        tdm_run_export_info_set_precision (self->info, TDM_PRECISION_AUTO, started->precision);
     }
 
   /* The live curves start over; the overlays stay as they are. */
