@@ -213,15 +213,10 @@ tdm_cli_runs_show(const char *folder, const char *id, gboolean json)
   printf(_("  outcome: %s\n"), result);
   if (r->failed && r->error != NULL)
     tdm_cli_line(stdout, _("  error: %s\n"), r->error);
-  g_auto(GStrv) pairs = tdm_config_describe(r->config);
-  for (int i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2) {
-    /* The precision as the run computed in it ("fp32 (auto)"), as its exports say it. */
-    g_autofree char *used = g_str_equal(pairs[i], "precision")
-                                ? tdm_precision_describe_used(r->config->precision,
-                                                              r->precision_used)
-                                : NULL;
-    tdm_cli_line(stdout, "  %s: %s\n", pairs[i], used != NULL ? used : pairs[i + 1]);
-  }
+  /* The precision as the run computed in it ("fp32 (auto)"), as its exports say it. */
+  g_auto(GStrv) pairs = tdm_run_record_describe(r);
+  for (int i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2)
+    tdm_cli_line(stdout, "  %s: %s\n", pairs[i], pairs[i + 1]);
   for (guint i = 0; i < r->epochs->len; i++) {
     const TdmEpochEvent *e = &g_array_index(r->epochs, TdmEpochEvent, i);
     printf(_("epoch %d  train loss %.3f acc %.1f%%  "), e->epoch, e->train_loss,

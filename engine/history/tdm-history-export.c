@@ -80,14 +80,9 @@ tdm_history_export_csv(TdmHistory *h, const char *id, const char *path, GError *
     g_string_append_printf(s, "# date: %s\n", date);
   if (r->kind == TDM_RUN_EXPERIMENT)
     experiment_header(r, s);
-  g_auto(GStrv) settings = tdm_config_describe(r->config);
+  g_auto(GStrv) settings = tdm_run_record_describe(r);
   for (int i = 0; settings[i] != NULL && settings[i + 1] != NULL; i += 2) {
-    /* The precision as the run computed in it, auto resolved. */
-    g_autofree char *used = g_str_equal(settings[i], "precision")
-                                ? tdm_precision_describe_used(r->config->precision,
-                                                              r->precision_used)
-                                : NULL;
-    g_autofree char *value = tdm_printable(used != NULL ? used : settings[i + 1]);
+    g_autofree char *value = tdm_printable(settings[i + 1]);
     g_string_append_printf(s, "# %s: %s\n", settings[i], value);
   }
   if (tdm_run_record_is_sweep(r))

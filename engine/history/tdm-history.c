@@ -329,6 +329,18 @@ tdm_run_record_is_sweep(const TdmRunRecord *r)
   return r->kind == TDM_RUN_EXPERIMENT && r->experiment.kind == TDM_EXPERIMENT_SCALING;
 }
 
+char **
+tdm_run_record_describe(const TdmRunRecord *r)
+{
+  char **pairs = tdm_config_describe(r->config);
+  for (int i = 0; pairs[i] != NULL && pairs[i + 1] != NULL; i += 2)
+    if (g_str_equal(pairs[i], "precision")) {
+      g_free(pairs[i + 1]);
+      pairs[i + 1] = tdm_precision_describe_used(r->config->precision, r->precision_used);
+    }
+  return pairs;
+}
+
 void
 tdm_run_recorder_set_limits(TdmRunRecorder *rec, gint64 budget, double recent)
 {

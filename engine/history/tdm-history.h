@@ -117,6 +117,9 @@ typedef struct {
 void tdm_run_record_free (TdmRunRecord *record);
 /* Whether the record is a scaling sweep's (an experiment of kind scaling). */
 gboolean tdm_run_record_is_sweep (const TdmRunRecord *record);
+/* The run's settings as tdm_config_describe() names them, the precision as the run
+ * computed in it ("fp32 (auto)": tdm_precision_describe_used()). Free with g_strfreev. */
+char **tdm_run_record_describe (const TdmRunRecord *record);
 /* Samples per second over the run's summaries, each weighted by the steps it covers
  * (0 when there are none). */
 double tdm_run_record_samples_per_second (const TdmRunRecord *record);
